@@ -1,0 +1,170 @@
+"""Configuration: flags, environment and serve_config.json merged once into frozen objects.
+
+Owns: the table of every setting (type, default, meaning), reading os.environ, checking the
+profile file (unknown keys are errors).
+Never: changes after start-up; no other module reads os.environ.
+In: argv, environ, the config file. Out: Settings (with its Profile) or ConfigError.
+"""
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+from dataclasses import dataclass, fields
+
+EXIT_BAD_CONFIG = 3
+
+
+class ConfigError(Exception):
+    pass
+
+
+# name: (type, default, environment variable, meaning)
+SETTINGS = {
+    "config": (str, "serve_config.json", "ONEPASS_CONFIG", "path of the profile file"),
+    "profile": (str, "", "ONEPASS_PROFILE", "profile name; empty = the file's default_profile"),
+    "host": (str, "127.0.0.1", "ONEPASS_HOST", "address the shim listens on"),
+    "port": (int, 8741, "ONEPASS_PORT", "port the shim listens on (0 = any free port)"),
+    "vllm": (str, "http://127.0.0.1:8742", "ONEPASS_VLLM_URL", "base URL of the vLLM server"),
+    "max_body_bytes": (int, 32 << 20, "ONEPASS_MAX_BODY_BYTES", "largest request body on the wire"),
+    "max_decoded_bytes": (int, 64 << 20, "ONEPASS_MAX_DECODED_BYTES",
+                          "largest request body after gzip/zstd decoding"),
+    "max_questions": (int, 400, "ONEPASS_MAX_QUESTIONS", "most questions in one request"),
+    "max_in_flight": (int, 64, "ONEPASS_MAX_IN_FLIGHT",
+                      "requests answered at once; more get 529 with retry-after-ms"),
+    "engine_timeout_s": (float, 60.0, "ONEPASS_ENGINE_TIMEOUT_S", "longest wait for one vLLM call"),
+    "engine_connections": (int, 32, "ONEPASS_ENGINE_CONNECTIONS",
+                           "keep-alive connections to vLLM (and parallel reads)"),
+    "client_timeout_s": (float, 30.0, "ONEPASS_CLIENT_TIMEOUT_S",
+                         "longest wait for a client to send its request"),
+    "log_level": (str, "info", "ONEPASS_LOG_LEVEL", "debug, info, warning or error"),
+}
+SECRET_ENV = "ONEPASS_API_KEY"  # read from the environment only, never from argv or the file
+
+
+@dataclass(frozen=True)
+class Profile:
+    """One model's serving profile from serve_config.json."""
+    served_model_name: str  # the name vLLM serves (sent to vLLM)
+    model_name: str  # the concrete name answers carry
+    aliases: tuple[str, ...]  # request names resolved to model_name (jev-latest, ...)
+    description: str
+    release_date: str
+    chat_template: dict  # system / user / assistant: prompt text around each turn
+    system_prompt: str
+    noul_labels: tuple[str, str]
+    choice_labels: tuple[str, ...]  # candidates, in order; start-up keeps the single-token ones
+    score_labels: tuple[str, ...]  # "A-Z" / "AA-ZZ" style ranges are expanded on load
+    temperature: float
+    max_model_len: int
+    tokenizer_contract: str
+
+
+@dataclass(frozen=True)
+class Settings:
+    config: str
+    profile: str
+    host: str
+    port: int
+    vllm: str
+    max_body_bytes: int
+    max_decoded_bytes: int
+    max_questions: int
+    max_in_flight: int
+    engine_timeout_s: float
+    engine_connections: int
+    client_timeout_s: float
+    log_level: str
+    api_key: str
+    model: Profile
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="shim.py", description="onepass: System One decisions from vLLM.",
+        epilog=f"The API key is read from ${SECRET_ENV} only (unset or empty = auth off).")
+    for name, (kind, default, env, meaning) in SETTINGS.items():
+        parser.add_argument("--" + name.replace("_", "-"), dest=name, type=kind, default=None,
+                            help=f"{meaning} (env {env}, default {default!r})")
+    return parser.parse_args(argv)
+
+
+def load(argv: list[str] | None = None, environ: dict | None = None) -> Settings:
+    """Merge flags over environment over defaults, then read the profile file."""
+    args, env = parse_args(argv), os.environ if environ is None else environ
+    values = {}
+    for name, (kind, default, var, _) in SETTINGS.items():
+        raw = getattr(args, name)
+        if raw is None and env.get(var):
+            try:
+                raw = kind(env[var])
+            except ValueError:
+                raise ConfigError(f"{var}={env[var]!r} is not a valid {kind.__name__}") from None
+        values[name] = default if raw is None else raw
+    for name in ("port", "max_body_bytes", "max_decoded_bytes", "max_questions", "max_in_flight",
+                 "engine_connections"):
+        if values[name] < (0 if name == "port" else 1):
+            raise ConfigError(f"{name} must be positive, got {values[name]}")
+    values["vllm"] = values["vllm"].rstrip("/")
+    profile_name, profile = load_profile(values["config"], values["profile"])
+    values["profile"] = profile_name
+    return Settings(api_key=env.get(SECRET_ENV, ""), model=profile, **values)
+
+
+def load_profile(path: str, name: str) -> tuple[str, Profile]:
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+    except (OSError, ValueError) as e:
+        raise ConfigError(f"cannot read {path}: {e}") from None
+    _check_keys(doc, {"default_profile", "profiles"}, path)
+    name = name or doc["default_profile"]
+    if name not in doc["profiles"]:
+        raise ConfigError(f"{path}: no profile {name!r}; known: {sorted(doc['profiles'])}")
+    raw = dict(doc["profiles"][name])
+    wanted = {f.name for f in fields(Profile)}
+    raw.pop("comment", None)
+    _check_keys(raw, wanted, f"{path} profile {name!r}")
+    for key in ("noul_labels", "choice_labels", "score_labels"):
+        raw[key] = expand_labels(raw[key])
+    try:
+        profile = Profile(**{k: tuple(v) if isinstance(v, list) else v for k, v in raw.items()})
+    except TypeError as e:
+        raise ConfigError(f"{path} profile {name!r}: {e}") from None
+    _check_profile(profile, f"{path} profile {name!r}")
+    return name, profile
+
+
+def expand_labels(specs) -> list[str]:
+    """"A-Z" -> A..Z; "AA-ZZ" -> AA, AB, ..., ZZ (each position over its own range)."""
+    if not isinstance(specs, list) or not all(isinstance(s, str) and s for s in specs):
+        raise ConfigError(f"labels must be a list of non-empty strings, got {specs!r}")
+    out = []
+    for spec in specs:
+        lo, sep, hi = spec.partition("-")
+        if not sep or len(lo) != len(hi) or not lo or not (lo + hi).isalnum():
+            out.append(spec)
+            continue
+        out.extend("".join(chars) for chars in itertools.product(
+            *(map(chr, range(ord(a), ord(b) + 1)) for a, b in zip(lo, hi))))
+    return out
+
+
+def _check_keys(doc: dict, wanted: set, where: str) -> None:
+    if not isinstance(doc, dict):
+        raise ConfigError(f"{where}: expected an object")
+    unknown, missing = set(doc) - wanted, wanted - set(doc)
+    if unknown or missing:
+        raise ConfigError(f"{where}: unknown keys {sorted(unknown)}, missing keys {sorted(missing)}")
+
+
+def _check_profile(p: Profile, where: str) -> None:
+    if set(p.chat_template) != {"system", "user", "assistant"}:
+        raise ConfigError(f"{where}: chat_template needs exactly system, user and assistant")
+    if not all("{content}" in p.chat_template[k] for k in ("system", "user")):
+        raise ConfigError(f"{where}: chat_template system and user need a {{content}} slot")
+    if len(p.noul_labels) != 2 or len(p.score_labels) < 10 or len(p.choice_labels) < 2:
+        raise ConfigError(f"{where}: need 2 noul labels, 10 score labels, 2+ choice labels")
+    if not p.temperature > 0 or p.max_model_len < 16:
+        raise ConfigError(f"{where}: temperature must be > 0 and max_model_len >= 16")

@@ -1,0 +1,63 @@
+"""The one internal decision model that every stage exchanges.
+
+Owns: Decision, Question, Option, Read, ReadResult and Answer (frozen dataclasses).
+Never: parses JSON, knows an API's field names, or talks to vLLM.
+In: built by an adapter (systemone.py). Out: read by layout, engine, readout and the adapter.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+NOUL, CHOICE, SCORE = "noul", "choice", "score"
+KINDS = (NOUL, CHOICE, SCORE)
+
+
+@dataclass(frozen=True)
+class Option:
+    """One answer the model can pick; `key` is echoed to the client byte for byte."""
+    key: str
+    text: str | None  # description rendered as prompt text; None = "interpret by name"
+
+
+@dataclass(frozen=True)
+class Question:
+    """A typed question. Its id stays in the adapter: it must never reach the model."""
+    kind: str
+    instructions: str | None
+    options: tuple[Option, ...]  # noul: (true side, false side); score: levels, lowest first
+
+
+@dataclass(frozen=True)
+class Decision:
+    model: str  # the concrete model name that will answer
+    state: str  # the state rendered as prompt text
+    questions: tuple[Question, ...]
+
+
+@dataclass(frozen=True)
+class Read:
+    """One forward pass: a prompt and the label token ids whose next-token log-probs we need."""
+    prompt: str
+    label_token_ids: tuple[int, ...]
+    option_of_label: tuple[int, ...]  # label i belongs to option option_of_label[i]
+
+
+@dataclass(frozen=True)
+class ReadResult:
+    label_logprobs: tuple[float, ...]  # natural log, full-vocabulary log-softmax
+    num_prompt_tokens: int
+
+
+@dataclass(frozen=True)
+class Answer:
+    kind: str
+    probabilities: tuple[float, ...]  # one per option, in request order, summing to 1
+    confidence: float  # contract formula for the kind (unused for noul)
+    score: float  # expected level for score; P(true) for noul; unused for choice
+    best: int  # index of the most likely option
+
+
+@dataclass(frozen=True)
+class Outcome:
+    answers: tuple[Answer, ...]
+    num_input_tokens: int

@@ -1,0 +1,130 @@
+"""The vLLM client: reads, tokenization and model listing over pooled keep-alive connections.
+
+Owns: HTTP to vLLM (/v1/completions, /tokenize, /v1/models), timeouts, the connection pool,
+turning vLLM failures into EngineUnavailable (503), EngineFailed (502) or a capacity 422.
+Never: builds prompts or interprets probabilities beyond picking the label log-probs.
+In: Reads. Out: ReadResults, in the same order.
+"""
+from __future__ import annotations
+
+import http.client
+import json
+import queue
+import time
+import urllib.parse
+from concurrent.futures import ThreadPoolExecutor
+
+from .decision import Read, ReadResult
+from .errors import EngineFailed, EngineUnavailable, InvalidRequest, Problem
+
+IDLE_KEEPALIVE_S = 4.0  # uvicorn (vLLM) closes idle keep-alive connections after 5 s
+CONTEXT_MARKERS = ("maximum context length", "maximum model length", "too many tokens")
+
+
+class Engine:
+    def __init__(self, base_url: str, served_model_name: str, *, timeout_s: float,
+                 num_connections: int):
+        url = urllib.parse.urlsplit(base_url)
+        if url.scheme != "http" or not url.hostname:
+            raise ValueError(f"the vLLM URL must be http://host:port, got {base_url!r}")
+        self.host, self.port = url.hostname, url.port or 80
+        self.prefix = url.path.rstrip("/")
+        self.model = served_model_name
+        self.timeout_s = timeout_s
+        self._idle: queue.LifoQueue = queue.LifoQueue()
+        self._pool = ThreadPoolExecutor(max_workers=num_connections,
+                                        thread_name_prefix="engine")
+
+    # -- HTTP ---------------------------------------------------------------------------
+    def _connection(self, fresh: bool) -> tuple[http.client.HTTPConnection, bool]:
+        """A pooled connection (dropping ones idle past vLLM's keep-alive), or a new one."""
+        while not fresh:
+            try:
+                conn, idle_since = self._idle.get_nowait()
+            except queue.Empty:
+                break
+            if time.monotonic() - idle_since < IDLE_KEEPALIVE_S:
+                return conn, True
+            conn.close()
+        return http.client.HTTPConnection(self.host, self.port, timeout=self.timeout_s), False
+
+    def call(self, method: str, path: str, body: dict | None = None) -> tuple[int, dict]:
+        """One HTTP exchange; a pooled connection that fails is retried once on a new one."""
+        payload = None if body is None else json.dumps(body).encode()
+        headers = {"Content-Type": "application/json"} if payload else {}
+        for fresh in (False, True):
+            conn, reused = self._connection(fresh)
+            try:
+                conn.request(method, self.prefix + path, body=payload, headers=headers)
+                response = conn.getresponse()
+                raw = response.read()
+            except TimeoutError:
+                conn.close()
+                raise EngineUnavailable(f"vLLM did not answer {path} within {self.timeout_s} s",
+                                        retry_after_ms=1000) from None
+            except (OSError, http.client.HTTPException) as e:
+                conn.close()
+                if reused:
+                    continue
+                raise EngineUnavailable(f"vLLM is unreachable at {self.host}:{self.port} "
+                                        f"({type(e).__name__})", retry_after_ms=1000) from None
+            self._idle.put((conn, time.monotonic()))
+            try:
+                return response.status, json.loads(raw) if raw else {}
+            except ValueError:
+                raise EngineFailed(f"vLLM answered {path} with a body that is not JSON "
+                                   f"(HTTP {response.status})") from None
+        raise AssertionError("unreachable: the second attempt always uses a new connection")
+
+    def _checked(self, method: str, path: str, body: dict | None = None) -> dict:
+        status, doc = self.call(method, path, body)
+        if status == 200:
+            return doc
+        message = _vllm_message(doc)
+        if status == 400 and any(m in message.lower() for m in CONTEXT_MARKERS):
+            raise InvalidRequest([Problem(("state",), "the prompt is longer than this model's "
+                                          f"maximum context length: {message}", "too_long")])
+        kind = EngineUnavailable if status in (503, 529) else EngineFailed
+        raise kind(f"vLLM answered {path} with HTTP {status}: {message}")
+
+    # -- API --------------------------------------------------------------------------
+    def read(self, read: Read) -> ReadResult:
+        body = {"model": self.model, "prompt": read.prompt, "max_tokens": 1, "temperature": 0.0,
+                "logprobs": 1, "logprob_token_ids": list(read.label_token_ids),
+                "return_tokens_as_token_ids": True, "add_special_tokens": False}
+        doc = self._checked("POST", "/v1/completions", body)
+        try:
+            top = doc["choices"][0]["logprobs"]["top_logprobs"][0]
+            by_id = {int(k.split(":", 1)[1]): v for k, v in top.items()}
+            logprobs = tuple(float(by_id[t]) for t in read.label_token_ids)
+            return ReadResult(logprobs, int(doc["usage"]["prompt_tokens"]))
+        except (KeyError, IndexError, TypeError, ValueError) as e:
+            raise EngineFailed(f"vLLM's completion lacks the label log-probs ({e!r})") from None
+
+    def read_all(self, reads: list[Read]) -> list[ReadResult]:
+        """The first read alone fills vLLM's prefix cache with the shared state; the others
+        then run concurrently and reuse it instead of each prefilling the state again."""
+        first = self.read(reads[0])
+        return [first] + self.map(self.read, reads[1:])
+
+    def map(self, fn, items) -> list:
+        """fn over items on the engine's threads (one keep-alive connection each)."""
+        return list(self._pool.map(fn, items))
+
+    def tokenize(self, **body) -> list[int]:
+        return self._checked("POST", "/tokenize", {"model": self.model, **body})["tokens"]
+
+    def served_models(self) -> list[str]:
+        return [m.get("id") for m in self._checked("GET", "/v1/models").get("data", [])]
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        while not self._idle.empty():
+            self._idle.get_nowait()[0].close()
+
+
+def _vllm_message(doc: dict) -> str:
+    err = doc.get("error") if isinstance(doc, dict) else None
+    if isinstance(err, dict):
+        return str(err.get("message", ""))[:500]
+    return str(doc)[:500]

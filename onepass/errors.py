@@ -1,0 +1,91 @@
+"""The error catalogue: every failure the shim can answer with, as one exception family.
+
+Owns: the exception classes, each with an HTTP status, a machine type and a message that names
+the field, the limit and the value given.
+Never: renders bodies (the adapters do, through server.render_error) or logs request content.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One validation finding; `loc` is the path inside the body, without the leading "body"."""
+    loc: tuple[str | int, ...]
+    msg: str
+    type: str
+
+
+class OnepassError(Exception):
+    status = 500
+    error_type = "internal_error"
+
+    def __init__(self, message: str, *, retry_after_ms: int | None = None):
+        super().__init__(message)
+        self.message = message
+        self.retry_after_ms = retry_after_ms
+
+
+class InvalidRequest(OnepassError):
+    """The body is not a valid request. Carries every problem found, in body order."""
+    status = 422
+    error_type = "invalid_request_error"
+
+    def __init__(self, problems: list[Problem]):
+        super().__init__("; ".join(f"{'.'.join(map(str, p.loc))}: {p.msg}" for p in problems))
+        self.problems = tuple(problems)
+
+
+class AuthMissing(OnepassError):
+    status = 403
+    error_type = "authentication_error"
+
+
+class AuthInvalid(OnepassError):
+    status = 401
+    error_type = "authentication_error"
+
+
+class NotFound(OnepassError):
+    status = 404
+    error_type = "not_found"
+
+
+class MethodNotAllowed(OnepassError):
+    status = 405
+    error_type = "method_not_allowed"
+
+
+class PayloadTooLarge(OnepassError):
+    status = 413
+    error_type = "request_too_large"
+
+
+class UnsupportedMediaType(OnepassError):
+    status = 415
+    error_type = "unsupported_media_type"
+
+
+class Overloaded(OnepassError):
+    """Too many requests in flight, or still warming up: clients retry after a pause."""
+    status = 529
+    error_type = "overloaded_error"
+
+
+class NotReady(OnepassError):
+    """The start-up guard failed; the reason stays until the shim is restarted."""
+    status = 503
+    error_type = "service_unavailable"
+
+
+class EngineUnavailable(OnepassError):
+    """vLLM cannot be reached or timed out."""
+    status = 503
+    error_type = "engine_unavailable"
+
+
+class EngineFailed(OnepassError):
+    """vLLM answered, but not with a usable result."""
+    status = 502
+    error_type = "engine_error"

@@ -1,0 +1,85 @@
+"""Start-up guard: prove that vLLM serves what the profile describes before any answer.
+
+Owns: the checks run once at start-up (served model name, tokenizer contract, chat template
+equivalence, single-token labels at the answer slot) and the verified LabelSet they yield.
+Never: answers requests; a failed check is final until restart (GuardFailed with the reason).
+In: an Engine and the Profile. Out: a LabelSet.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from .config import Profile
+from .engine import Engine
+from .layout import LabelSet, wrap_chat
+
+
+class GuardFailed(Exception):
+    pass
+
+
+def check_served_model(engine: Engine, profile: Profile) -> None:
+    served = engine.served_models()
+    if profile.served_model_name not in served:
+        raise GuardFailed(f"vLLM serves {served}, not the profile's model "
+                          f"{profile.served_model_name!r}")
+
+
+def check_tokenizer_contract(engine: Engine, path: Path) -> None:
+    contract = json.loads(path.read_text(encoding="utf-8"))
+    for probe in contract["probes"]:
+        got = engine.tokenize(prompt=probe["text"], add_special_tokens=False)
+        if got != probe["ids"]:
+            raise GuardFailed(f"tokenizer contract {path.name} broken: {probe['text']!r} gives "
+                              f"{got}, the contract says {probe['ids']}")
+
+
+def check_chat_template(engine: Engine, profile: Profile) -> None:
+    """Our stdlib rendering of the chat turns must tokenize exactly like vLLM's template."""
+    system, user = "System text.", "User text:\n{ \"a\": 1 }"
+    ours = engine.tokenize(prompt=wrap_chat(profile, system, user), add_special_tokens=False)
+    theirs = engine.tokenize(messages=[{"role": "system", "content": system},
+                                       {"role": "user", "content": user}],
+                             add_generation_prompt=True)
+    if ours != theirs:
+        raise GuardFailed("the profile's chat_template does not match the model's chat template "
+                          f"(ours {len(ours)} tokens, vLLM's {len(theirs)}; first difference at "
+                          f"{next((i for i, (a, b) in enumerate(zip(ours, theirs)) if a != b), 0)})")
+
+
+def single_token_ids(engine: Engine, profile: Profile, labels) -> list[int | None]:
+    """Each label's token id when it is one token right at the answer slot, else None."""
+    slot = wrap_chat(profile, "s", "u")
+    base = engine.tokenize(prompt=slot, add_special_tokens=False)
+
+    def one(label: str):
+        ids = engine.tokenize(prompt=slot + label, add_special_tokens=False)
+        return ids[-1] if len(ids) == len(base) + 1 and ids[:-1] == base else None
+    return engine.map(one, labels)
+
+
+def verified_labels(engine: Engine, profile: Profile) -> LabelSet:
+    fixed = list(profile.noul_labels) + list(profile.score_labels)
+    ids = single_token_ids(engine, profile, fixed + list(profile.choice_labels))
+    fixed_ids, choice_ids = ids[:len(fixed)], ids[len(fixed):]
+    bad = [label for label, i in zip(fixed, fixed_ids) if i is None]
+    if bad or len(set(fixed_ids[:2])) != 2 or len(set(fixed_ids[2:])) != len(fixed) - 2:
+        raise GuardFailed(f"noul and score labels must be distinct single tokens; not: {bad}")
+    choice, seen = [], set()
+    for label, i in zip(profile.choice_labels, choice_ids):
+        if i is not None and i not in seen:
+            seen.add(i)
+            choice.append((label, i))
+    if len(choice) < 2:
+        raise GuardFailed("fewer than two choice labels are single tokens for this tokenizer")
+    return LabelSet(noul=tuple(zip(profile.noul_labels, fixed_ids[:2])),
+                    choice=tuple(choice),
+                    score=tuple(zip(profile.score_labels, fixed_ids[2:])))
+
+
+def run_guard(engine: Engine, profile: Profile, root: Path) -> LabelSet:
+    check_served_model(engine, profile)
+    check_tokenizer_contract(engine, root / profile.tokenizer_contract)
+    check_chat_template(engine, profile)
+    return verified_labels(engine, profile)

@@ -1,0 +1,216 @@
+"""HTTP server: routing, auth, limits, readiness and the one error renderer.
+
+Owns: the request path (decide), routes, API-key checks, in-flight limit, /health and
+warm-up state, response headers (request id, JSON content type), access logs without bodies.
+Never: validates API fields, builds prompts or computes probabilities (the stages do).
+In: HTTP requests. Out: HTTP responses in the contract's shapes.
+"""
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+import math
+import threading
+import time
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+from . import readout, systemone, transport
+from .config import Settings
+from .engine import Engine
+from .errors import (AuthInvalid, AuthMissing, MethodNotAllowed, NotFound, NotReady,
+                     OnepassError, Overloaded)
+from .layout import layout
+from .probes import GuardFailed, run_guard
+from .warmup import WARMUP_BODIES
+
+log = logging.getLogger("onepass")
+WARMING, READY, FAILED = "warming", "ready", "failed"
+ROUTES = {"/health": ("GET",), "/v1/models": ("GET",), "/v1/systemone": ("POST",),
+          "/systemone": ("POST",)}
+
+
+class Service:
+    """The running shim: settings, the engine client and the readiness state."""
+
+    def __init__(self, settings: Settings, root: Path):
+        self.settings, self.profile, self.root = settings, settings.model, root
+        self.engine = Engine(settings.vllm, self.profile.served_model_name,
+                             timeout_s=settings.engine_timeout_s,
+                             num_connections=settings.engine_connections)
+        self.labels = None
+        self.phase, self.reason = WARMING, "waiting for vLLM"
+        self.slots = threading.BoundedSemaphore(settings.max_in_flight)
+
+    def decide(self, raw: bytes, headers) -> dict:
+        """The request path for /v1/systemone, one line per stage."""
+        body = transport.parse_json(transport.decode(raw, headers.get("Content-Encoding", ""),
+                                    self.settings.max_decoded_bytes),
+                                    headers.get("Content-Type", ""))
+        decision, ids = systemone.parse(body, max_choice_options=self.max_choice_options,
+                                        max_questions=self.settings.max_questions,
+                                        resolve_model=self.resolve_model)
+        reads = layout(decision, self.profile, self.labels)
+        results = self.engine.read_all(reads)
+        outcome = readout.outcome(decision, reads, results, self.profile.temperature)
+        return systemone.render(outcome, decision, ids, body)
+
+    @property
+    def max_choice_options(self) -> int:
+        return min(systemone.MAX_CHOICE_OPTIONS, len(self.labels.choice))
+
+    def resolve_model(self, name: str) -> str | None:
+        if name == self.profile.model_name or name in self.profile.aliases:
+            return self.profile.model_name
+        return None
+
+    # -- readiness --------------------------------------------------------------------
+    def warm_up(self, poll_s: float = 1.0) -> None:
+        """Guard, then every question type through the full path; only then ready."""
+        while self.labels is None:
+            try:
+                self.labels = run_guard(self.engine, self.profile, self.root)
+            except OnepassError as e:
+                self.reason = f"waiting for vLLM: {e.message}"
+                time.sleep(poll_s)
+            except (GuardFailed, OSError, ValueError, KeyError) as e:
+                return self._fail(f"start-up check failed: {e}")
+        self.reason = "warming up every question type"
+        try:
+            for body in WARMUP_BODIES:
+                self.decide(json.dumps(body).encode(), {})
+        except OnepassError as e:
+            return self._fail(f"warm-up request failed: {e.message}")
+        self.phase, self.reason = READY, ""
+        log.info("ready: %s via %s, %d choice labels", self.profile.model_name,
+                 self.settings.vllm, len(self.labels.choice))
+
+    def _fail(self, reason: str) -> None:
+        self.phase, self.reason = FAILED, reason
+        log.error("%s", reason)
+
+    def health(self, query: str) -> tuple[int, dict]:
+        if "live=1" in query.split("&"):
+            return 200, {"status": "live"}
+        if self.phase == READY:
+            return 200, {"status": "ok", "warming": False, "model": self.profile.model_name}
+        return 503, {"status": self.phase, "warming": self.phase == WARMING, "reason": self.reason}
+
+    def models(self) -> dict:
+        p = self.profile
+        return {"models": [{"name": name, "description": p.description,
+                            "release_date": p.release_date}
+                           for name in (p.model_name, *p.aliases)]}
+
+    # -- dispatch ---------------------------------------------------------------------
+    def route(self, method: str, path: str, query: str, headers, raw: bytes) -> tuple[int, dict]:
+        if path not in ROUTES:
+            raise NotFound(f"no route {path}")
+        if method not in ROUTES[path]:
+            raise MethodNotAllowed(f"{path} takes {', '.join(ROUTES[path])}, not {method}")
+        if path == "/health":
+            return self.health(query)
+        self.check_auth(headers.get("Authorization"))
+        if path == "/v1/models":
+            return 200, self.models()
+        if self.phase == FAILED:
+            raise NotReady(self.reason)
+        if self.phase == WARMING:
+            raise Overloaded(f"warming up ({self.reason}); retry shortly", retry_after_ms=1000)
+        if not self.slots.acquire(blocking=False):
+            raise Overloaded(f"more than {self.settings.max_in_flight} requests in flight",
+                             retry_after_ms=200)
+        try:
+            return 200, self.decide(raw, headers)
+        finally:
+            self.slots.release()
+
+    def check_auth(self, authorization: str | None) -> None:
+        key = self.settings.api_key
+        if not key:
+            return  # auth off: any Authorization header, or none, is accepted
+        if not authorization:
+            raise AuthMissing("missing API key: send Authorization: Bearer <key>")
+        scheme, _, token = authorization.partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip().encode(),
+                                                                 key.encode()):
+            raise AuthInvalid("invalid API key")
+
+
+def render_error(err: OnepassError) -> tuple[int, dict, dict]:
+    """Every error response is built here: status, body and retry headers."""
+    headers = {}
+    if err.retry_after_ms is not None:
+        headers = {"retry-after-ms": str(err.retry_after_ms),
+                   "Retry-After": str(max(1, math.ceil(err.retry_after_ms / 1000)))}
+    return err.status, systemone.render_error(err), headers
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server_version = "onepass"
+    sys_version = ""
+
+    def do_GET(self):
+        self._dispatch("GET")
+
+    def do_POST(self):
+        self._dispatch("POST")
+
+    do_PUT = do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = lambda self: self._dispatch(
+        self.command)
+
+    def _dispatch(self, method: str) -> None:
+        service: Service = self.server.service
+        started, request_id = time.monotonic(), "req_" + uuid.uuid4().hex
+        path, _, query = self.path.partition("?")
+        extra = {}
+        try:
+            raw = transport.read_body(self.headers, self.rfile, service.settings.max_body_bytes)
+            status, doc = service.route(method, path, query, self.headers, raw)
+        except OnepassError as e:
+            status, doc, extra = render_error(e)
+            self.close_connection = self.close_connection or e.status == 413
+        except Exception:  # a bug, never bad input: log it, answer a generic 500
+            log.exception("internal error on %s %s (%s)", method, path, request_id)
+            status, doc, extra = render_error(OnepassError("internal error; see the server log"))
+        self._send(status, doc, request_id, extra)
+        log.info("%s %s %d %.1fms %s", method, path, status,
+                 (time.monotonic() - started) * 1000, request_id)
+
+    def _send(self, status: int, doc: dict, request_id: str, extra: dict) -> None:
+        payload = json.dumps(doc, ensure_ascii=False, allow_nan=False).encode("utf-8")
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.send_header("x-typesafe-request-id", request_id)
+        self.send_header("x-request-id", request_id)
+        for name, value in extra.items():
+            self.send_header(name, value)
+        if self.close_connection:
+            self.send_header("Connection", "close")
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(payload)
+
+    def send_error(self, code, message=None, explain=None):
+        """Malformed HTTP (bad request line, oversized headers) still gets a JSON body."""
+        self.close_connection = True
+        err = OnepassError(message or "malformed HTTP request")
+        err.status, err.error_type = code, "bad_request" if code < 500 else "internal_error"
+        self._send(code, systemone.render_error(err), "req_" + uuid.uuid4().hex, {})
+
+    def log_message(self, fmt, *args):  # access lines come from _dispatch, without bodies
+        pass
+
+
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+
+    def __init__(self, service: Service):
+        self.service = service
+        handler = type("TimedHandler", (Handler,), {"timeout": service.settings.client_timeout_s})
+        super().__init__((service.settings.host, service.settings.port), handler)

@@ -1,0 +1,187 @@
+"""The /v1/systemone adapter: TypeSafe's request shape in, the internal Decision out, and back.
+
+Owns: every System One field name, validation of a System One body (422 problems with
+"body"-rooted locations), rendering answers and errors in the contract's shape.
+Never: lays out prompts, calibrates or calls vLLM.
+In: a parsed JSON value. Out: (Decision, question ids) and response dicts.
+"""
+from __future__ import annotations
+
+import json
+
+from .decision import CHOICE, KINDS, NOUL, SCORE, Decision, Option, Outcome, Question
+from .errors import InvalidRequest, NotFound, OnepassError, Problem
+
+QUESTION_KEYS = {"type", "instructions", "criteria"}
+MIN_LEVELS, MAX_LEVELS = 2, 10
+MAX_CHOICE_OPTIONS = 255  # the contract's official cap; the label set may lower it
+
+
+def render_text(value) -> str:
+    """Text-valued fields may be objects or arrays: the model reads those as compact JSON."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _is_text(value) -> bool:
+    return isinstance(value, (str, dict, list))
+
+
+class _Checker:
+    """Collects problems so that one 422 names every mistake in the body."""
+
+    def __init__(self):
+        self.problems: list[Problem] = []
+
+    def add(self, loc, msg, kind):
+        self.problems.append(Problem(tuple(loc), msg, kind))
+
+    def text(self, value, loc, *, nullable=True):
+        if value is None and nullable:
+            return None
+        if not _is_text(value):
+            self.add(loc, "expected text, an object or an array", "string_type")
+            return None
+        return render_text(value)
+
+
+def parse(body, *, max_choice_options: int, max_questions: int, resolve_model):
+    """Validate a /v1/systemone body; return (Decision, question ids in request order)."""
+    check = _Checker()
+    if not isinstance(body, dict):
+        raise InvalidRequest([Problem((), "the body must be a JSON object", "model_attributes_type")])
+    for key in ("model", "state", "questions"):
+        if key not in body:
+            check.add((key,), "Field required", "missing")
+    model = body.get("model")
+    if "model" in body and not isinstance(model, str):
+        check.add(("model",), "model must be a string", "string_type")
+    state = body.get("state")
+    if "state" in body and not isinstance(state, (str, dict, list)):
+        check.add(("state",), "state must be text, an object or an array", "string_type")
+    if "assets" in body:
+        check.add(("assets",), "this server's model reads text only; image assets need a "
+                  "vision-language model profile", "unsupported")
+    ids, questions = _questions(body.get("questions"), check, max_choice_options, max_questions)
+    if check.problems:
+        raise InvalidRequest(check.problems)
+    concrete = resolve_model(model)
+    if concrete is None:
+        raise NotFound(f"Unknown model: {model}")
+    return Decision(model=concrete, state=render_text(state), questions=tuple(questions)), ids
+
+
+def _questions(raw, check, max_choice_options, max_questions):
+    if raw is None:
+        return [], []
+    if not isinstance(raw, dict):
+        check.add(("questions",), "questions must be an object of id -> question", "dict_type")
+        return [], []
+    if not raw:
+        check.add(("questions",), "questions needs at least one entry", "too_short")
+    elif len(raw) > max_questions:
+        check.add(("questions",), f"this server accepts at most {max_questions} questions per "
+                  f"request, got {len(raw)}", "too_long")
+        return [], []
+    ids, questions = [], []
+    for qid, q in raw.items():
+        loc = ("questions", qid)
+        if qid == "":
+            check.add(loc, "question ids must be non-empty", "string_too_short")
+        question = _question(q, loc, check, max_choice_options)
+        if question is not None:
+            ids.append(qid)
+            questions.append(question)
+    return ids, questions
+
+
+def _question(q, loc, check, max_choice_options):
+    if not isinstance(q, dict):
+        check.add(loc, "a question must be an object", "dict_type")
+        return None
+    kind = q.get("type")
+    if kind not in KINDS:
+        msg = ("Field required" if "type" not in q else
+               f"unknown question type {kind!r}; expected one of noul, choice, score"
+               if kind != "box" else "box questions need a vision-language model profile")
+        check.add(loc + ("type",), msg, "missing" if "type" not in q else "union_tag_invalid")
+        return None
+    loc = loc + (kind,)
+    for extra in sorted(set(q) - QUESTION_KEYS):
+        check.add(loc + (extra,), f"unknown field {extra!r} in a {kind} question", "extra_forbidden")
+    before = len(check.problems)
+    instructions = check.text(q.get("instructions"), loc + ("instructions",))
+    parse_options = {NOUL: _noul, CHOICE: _choice, SCORE: _score}[kind]
+    options = parse_options(q.get("criteria"), loc + ("criteria",), check, max_choice_options)
+    if kind == NOUL and instructions is None and all(o.text is None for o in options or ()):
+        check.add(loc, "a noul needs instructions or at least one criteria side", "missing")
+    if len(check.problems) > before:
+        return None
+    return Question(kind=kind, instructions=instructions, options=tuple(options))
+
+
+def _noul(criteria, loc, check, _):
+    if criteria is None:
+        return [Option("true", None), Option("false", None)]
+    if not isinstance(criteria, dict):
+        check.add(loc, "noul criteria must be null or an object with \"true\"/\"false\"", "dict_type")
+        return []
+    for extra in sorted(set(criteria) - {"true", "false"}):
+        check.add(loc + (extra,), "noul criteria take only the keys \"true\" and \"false\"",
+                  "extra_forbidden")
+    return [Option(side, check.text(criteria.get(side), loc + (side,))) for side in ("true", "false")]
+
+
+def _choice(criteria, loc, check, max_options):
+    if not isinstance(criteria, dict):
+        check.add(loc, "choice criteria must be an object of option -> description"
+                  if criteria is not None else "Field required",
+                  "dict_type" if criteria is not None else "missing")
+        return []
+    if len(criteria) < 2:
+        check.add(loc, f"a choice needs at least two options, got {len(criteria)}", "too_short")
+    elif len(criteria) > max_options:
+        check.add(loc, f"this server accepts at most {max_options} options per choice, "
+                  f"got {len(criteria)}", "too_long")
+    return [Option(key, check.text(desc, loc + (key,))) for key, desc in criteria.items()]
+
+
+def _score(criteria, loc, check, _):
+    if not isinstance(criteria, list):
+        check.add(loc, "score criteria must be an ordered array of levels, lowest first"
+                  if criteria is not None else "Field required",
+                  "list_type" if criteria is not None else "missing")
+        return []
+    if not MIN_LEVELS <= len(criteria) <= MAX_LEVELS:
+        check.add(loc, f"a score takes 2 to 10 levels, got {len(criteria)}", "too_long"
+                  if len(criteria) > MAX_LEVELS else "too_short")
+    return [Option(str(i), check.text(level, loc + (i,), nullable=False))
+            for i, level in enumerate(criteria)]
+
+
+def render(outcome: Outcome, decision: Decision, ids: list[str], body: dict) -> dict:
+    """Answers keyed by question id; score legends echo the request's levels unchanged."""
+    answers = {}
+    for qid, q, a in zip(ids, decision.questions, outcome.answers):
+        if q.kind == NOUL:
+            answers[qid] = {"type": NOUL, "noul": a.score}
+        elif q.kind == CHOICE:
+            answers[qid] = {"type": CHOICE, "choice": q.options[a.best].key,
+                            "probabilities": {o.key: p for o, p in zip(q.options, a.probabilities)},
+                            "confidence": a.confidence}
+        else:
+            answers[qid] = {"type": SCORE, "score": a.score,
+                            "legend": {str(j): lvl for j, lvl in
+                                       enumerate(body["questions"][qid]["criteria"])},
+                            "probabilities": {str(j): p for j, p in enumerate(a.probabilities)},
+                            "confidence": a.confidence}
+    return {"model": decision.model, "answers": answers,
+            "usage": {"input_tokens": outcome.num_input_tokens, "output_tokens": 0}}
+
+
+def render_error(err: OnepassError) -> dict:
+    if isinstance(err, InvalidRequest):
+        return {"detail": [{"loc": ["body", *p.loc], "msg": p.msg, "type": p.type}
+                           for p in err.problems]}
+    return {"detail": {"error_type": err.error_type, "message": err.message}}

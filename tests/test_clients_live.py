@@ -1,0 +1,45 @@
+"""The official TypeSafe SDK and 16 concurrent requests against the real stack."""
+from concurrent.futures import ThreadPoolExecutor
+
+from contract import check_response
+from test_systemone_live import CHOICE, NOUL, SCORE, TICKET, body
+
+
+def test_typesafe_sdk_system_one_and_models(stack):
+    """dropin.sdk-python: typesafe-sdk (zstd extra) reads typed answers and lists models."""
+    from typesafe_sdk import Choice, Noul, Score, TypeSafeClient
+    with TypeSafeClient(api_key="some-key", base_url=stack.url, timeout=120) as client:
+        r = client.system_one(
+            state=TICKET * 12,  # over 1 KiB: the SDK sends the body zstd-compressed
+            questions={
+                "refund": Noul(instructions="Is the customer asking for money back?"),
+                "team": Choice(instructions="Which team?",
+                               criteria={"billing": "Payments and refunds", "tech": None}),
+                "anger": Score(instructions="How angry?",
+                               criteria=["Calm", "Annoyed", "Furious"]),
+            })
+        assert r.model == "onepass-smollm2-135m-instruct"
+        assert r.request_id.startswith("req_")
+        assert r.raw_http_response.request.headers.get("content-encoding") == "zstd"
+        assert 0 <= r.nouls["refund"].noul <= 1
+        assert r.choices["team"].choice in ("billing", "tech")
+        assert 0 <= r.scores["anger"].score <= 2
+        assert isinstance(r.usage.input_tokens, int) and r.usage.input_tokens > 0
+        names = [m.name for m in client.models.list().models]
+        assert "jev-latest" in names and "onepass-smollm2-135m-instruct" in names
+
+
+def test_sixteen_parallel_requests(stack):
+    """server: 16 requests at once all answer, each equal to its answer alone."""
+    requests = [body({"refund": NOUL, "team": CHOICE, "anger": SCORE},
+                     state=f"{TICKET} (ticket {i % 4})") for i in range(16)]
+    alone = {i: stack.request("POST", "/v1/systemone", requests[i])[2] for i in range(4)}
+    with ThreadPoolExecutor(16) as pool:
+        results = list(pool.map(lambda r: stack.request("POST", "/v1/systemone", r), requests))
+    for i, (status, _, doc) in enumerate(results):
+        assert status == 200, doc
+        check_response(requests[i], doc)
+        want = alone[i % 4]["answers"]
+        assert abs(doc["answers"]["refund"]["noul"] - want["refund"]["noul"]) <= 0.02
+        for k, p in want["team"]["probabilities"].items():
+            assert abs(doc["answers"]["team"]["probabilities"][k] - p) <= 0.02

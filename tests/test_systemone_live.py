@@ -1,0 +1,205 @@
+"""/v1/systemone against the real vLLM CPU server: every question type and checklist row."""
+import gzip
+import json
+import math
+
+import pytest
+
+from contract import check_response
+
+TICKET = "I was charged twice for my subscription this month. Please refund one charge."
+NOUL = {"type": "noul", "instructions": "Is the customer asking for money back?"}
+CHOICE = {"type": "choice", "instructions": "Which team should handle this?",
+          "criteria": {"Billing": "Payments and refunds", "Technical": "Bugs and outages",
+                       "Sales": "Pricing and upgrades"}}
+SCORE = {"type": "score", "instructions": "How angry is the customer?",
+         "criteria": ["Calm", "Frustrated", "Very angry"]}
+
+
+def body(questions, state=TICKET, **extra):
+    return {"model": "jev-latest", "state": state, "questions": questions, **extra}
+
+
+def ok(stack, request, headers=None):
+    status, hdrs, doc = stack.request("POST", "/v1/systemone", request, headers)
+    assert status == 200, doc
+    assert hdrs["content-type"] == "application/json"
+    assert hdrs["x-typesafe-request-id"]
+    check_response(request, doc)
+    return doc
+
+
+def test_ready_line_and_health(stack):
+    """serve.sh printed one ready line with the URL; /health is 200 with the model."""
+    assert stack.output[-1].startswith(f"onepass ready: {stack.url}/v1/systemone")
+    status, _, doc = stack.request("GET", "/health")
+    assert (status, doc["status"], doc["model"]) == (200, "ok", "onepass-smollm2-135m-instruct")
+    assert stack.request("GET", "/health?live=1")[0] == 200
+
+
+def test_every_question_type_alone_and_together(stack):
+    """request.multi: noul, choice and score answer alone and in one request, identically."""
+    together = ok(stack, body({"refund": NOUL, "team": CHOICE, "anger": SCORE}))
+    for qid, q in (("refund", NOUL), ("team", CHOICE), ("anger", SCORE)):
+        alone = ok(stack, body({qid: q}))["answers"][qid]
+        for key, value in alone.items():
+            if isinstance(value, float):
+                assert abs(value - together["answers"][qid][key]) <= 0.02
+    assert together["model"] == "onepass-smollm2-135m-instruct"
+    assert together["usage"]["input_tokens"] > 100
+
+
+@pytest.mark.parametrize("state", [TICKET, {"subject": "Double charge", "body": TICKET,
+                                            "customer": {"plan": "pro", "tickets": 3}},
+                                   [TICKET, "Still waiting.", "Any news?"]])
+def test_state_forms(stack, state):
+    """request.state: string, object and array states answer."""
+    ok(stack, body({"refund": NOUL}, state=state))
+
+
+def test_model_names(stack):
+    """request.model-alias: jev-latest resolves; a concrete name echoes; unknown is 404."""
+    assert ok(stack, body({"r": NOUL}))["model"] == "onepass-smollm2-135m-instruct"
+    pinned = dict(body({"r": NOUL}), model="onepass-smollm2-135m-instruct")
+    assert ok(stack, pinned)["model"] == "onepass-smollm2-135m-instruct"
+    status, _, doc = stack.request("POST", "/v1/systemone", dict(body({"r": NOUL}), model="nope"))
+    assert status == 404 and doc["detail"]["error_type"] == "not_found"
+    status, _, doc = stack.request("GET", "/v1/models")
+    assert status == 200
+    names = [m["name"] for m in doc["models"]]
+    assert names == ["onepass-smollm2-135m-instruct", "jev-latest"]
+    assert all(isinstance(m[k], str) for m in doc["models"] for k in ("description", "release_date"))
+
+
+def test_question_ids_round_trip_and_do_not_matter(stack):
+    """request.question-ids + semantics.question-id: odd ids echo, answers do not move."""
+    base = ok(stack, body({"refund": NOUL}))["answers"]["refund"]["noul"]
+    for qid in ("ticket-1", "q.2", "with space", "질문", "🎯"):
+        got = ok(stack, body({qid: NOUL}))["answers"][qid]["noul"]
+        assert abs(got - base) <= 0.02, qid
+
+
+def test_batching_and_order_do_not_matter(stack):
+    """semantics.batching / question-order: extra questions and reversed order change nothing."""
+    three = {"refund": NOUL, "team": CHOICE, "anger": SCORE}
+    base = ok(stack, body(three))["answers"]
+    more = dict(three, urgent={"type": "noul", "instructions": "Is it urgent?"},
+                lang={"type": "choice", "criteria": {"English": None, "Korean": None}})
+    rev = dict(reversed(list(three.items())))
+    for other in (ok(stack, body(more))["answers"], ok(stack, body(rev))["answers"]):
+        assert abs(other["refund"]["noul"] - base["refund"]["noul"]) <= 0.02
+        for qid in ("team", "anger"):
+            for k, p in base[qid]["probabilities"].items():
+                assert abs(other[qid]["probabilities"][k] - p) <= 0.02
+
+
+def test_unicode_options_round_trip(stack):
+    """request.unicode: Korean state and option names come back byte-identical."""
+    q = {"type": "choice", "instructions": "어떤 문의인가요?",
+         "criteria": {"환불 요청": None, "배송 문의": None, "🙂 기타": None}}
+    doc = ok(stack, body({"kind": q}, state="두 번 결제되었어요 😡 환불해 주세요"))
+    assert list(doc["answers"]["kind"]["probabilities"]) == ["환불 요청", "배송 문의", "🙂 기타"]
+
+
+def test_unknown_fields_and_structured_text(stack):
+    """request.unknown-fields + request.structured-text: ignored extras; objects as text."""
+    ok(stack, body({"r": NOUL}, x_trace_id="t", seed=7, reasoning={"effort": "low"}))
+    questions = {
+        "n": {"type": "noul", "instructions": {"task": "refund?", "include": ["charges"]},
+              "criteria": {"true": {"means": "asks"}, "false": ["does", "not"]}},
+        "c": {"type": "choice", "instructions": ["Pick", "a team"],
+              "criteria": {"Billing": {"d": "pay"}, "Technical": ["bugs"], "Sales": "sell"}},
+        "s": {"type": "score", "instructions": {"q": "anger"},
+              "criteria": [{"l": "calm"}, {"l": "angry"}]},
+    }
+    doc = ok(stack, body(questions))
+    assert doc["answers"]["s"]["legend"] == {"0": {"l": "calm"}, "1": {"l": "angry"}}
+
+
+@pytest.mark.parametrize("criteria", [{"true": "Asks for a refund", "false": "Does not"},
+                                      {"true": "Asks for a refund"}, {"false": "Does not"}, None])
+def test_noul_criteria_forms(stack, criteria):
+    """noul.criteria + noul.no-instructions: every criteria form answers."""
+    ok(stack, body({"r": dict(NOUL, criteria=criteria)}))
+    if criteria:
+        ok(stack, body({"r": {"type": "noul", "criteria": criteria}}))
+
+
+def test_choice_null_descriptions_and_sizes(stack):
+    """choice.null-description + choice.options + score.levels: 2..255 options, 2..10 levels."""
+    ok(stack, body({"t": {"type": "choice", "criteria": {"Billing": None, "Technical": None,
+                                                          "Sales": None}}}))
+    for n in (2, 26, 64, 255):
+        criteria = {"Billing": None, **{f"Queue {i:03}": None for i in range(1, n)}}
+        ok(stack, body({"t": {"type": "choice", "instructions": "Which queue?",
+                              "criteria": criteria}}, state="Refund please."))
+    for n in (2, 3, 5, 10):
+        ok(stack, body({"s": {"type": "score", "criteria": [f"level {i}" for i in range(n)]}}))
+
+
+INVALID = {
+    "not-json": b'{"model": "jev-latest", "state": "x", "questions": {',
+    "missing-state": {"model": "jev-latest", "questions": {"r": NOUL}},
+    "missing-questions": {"model": "jev-latest", "state": "x"},
+    "empty-questions": body({}),
+    "missing-type": body({"r": {"instructions": "x"}}),
+    "boolean-type": body({"r": {"type": "boolean", "instructions": "x"}}),
+    "empty-choice": body({"c": {"type": "choice", "criteria": {}}}),
+    "score-map": body({"s": {"type": "score", "criteria": {"0": "a", "1": "b", "2": "c"}}}),
+    "one-option": body({"c": {"type": "choice", "criteria": {"a": None}}}),
+    "256-options": body({"c": {"type": "choice", "criteria": {str(i): None for i in range(256)}}}),
+    "one-level": body({"s": {"type": "score", "criteria": ["a"]}}),
+    "11-levels": body({"s": {"type": "score", "criteria": ["a"] * 11}}),
+    "null-level": body({"s": {"type": "score", "criteria": ["a", None]}}),
+    "null-state": body({"r": NOUL}, state=None),
+}
+CAPACITY = {"one-option": "a choice needs at least two options",
+            "256-options": "options per choice", "one-level": "a score takes 2 to 10 levels",
+            "11-levels": "a score takes 2 to 10 levels"}
+
+
+@pytest.mark.parametrize("name", sorted(INVALID))
+def test_invalid_requests_get_422_detail(stack, name):
+    """errors.reject-invalid + validation-shape + no-5xx: 422 detail[] rooted at body."""
+    status, hdrs, doc = stack.request("POST", "/v1/systemone", INVALID[name])
+    assert status == 422, doc
+    assert hdrs["content-type"] == "application/json" and hdrs["x-typesafe-request-id"]
+    assert doc["detail"] and all(d["loc"][0] == "body" and isinstance(d["msg"], str)
+                                 and isinstance(d["type"], str) for d in doc["detail"])
+    if name in CAPACITY:
+        assert CAPACITY[name] in json.dumps(doc)
+
+
+def test_routes_and_methods(stack):
+    """http.endpoint: GET on the real route is 405, an unknown route 404, both JSON."""
+    assert stack.request("GET", "/v1/systemone")[0] == 405
+    status, _, doc = stack.request("POST", "/v1/conformance-no-such-route", body({"r": NOUL}))
+    assert status == 404 and doc["detail"]["error_type"] == "not_found"
+    assert stack.request("POST", "/systemone", body({"r": NOUL}))[0] == 200
+
+
+def test_auth_ignored_when_off(stack):
+    """auth.ignored-when-off: any Authorization header is accepted without a key."""
+    ok(stack, body({"r": NOUL}), headers={"Authorization": "Bearer some-key"})
+
+
+def test_gzip_and_zstd_bodies(stack):
+    """transport: gzip and zstd request bodies decode to the same answers as plain JSON."""
+    from backports import zstd
+    request = body({"r": NOUL, "t": CHOICE}, state=TICKET * 8)
+    raw = json.dumps(request).encode()
+    plain = ok(stack, request)
+    for encoding, packed in (("gzip", gzip.compress(raw)), ("zstd", zstd.compress(raw))):
+        status, _, doc = stack.request("POST", "/v1/systemone", packed,
+                                       {"Content-Encoding": encoding})
+        assert status == 200, doc
+        assert abs(doc["answers"]["r"]["noul"] - plain["answers"]["r"]["noul"]) <= 0.02
+
+
+def test_answers_follow_the_state(stack):
+    """readout: the model's answer moves with the state (a real read, not a constant)."""
+    q = {"c": {"type": "choice", "instructions": "What colour is named in the record?",
+               "criteria": {"red": None, "blue": None}}}
+    red = ok(stack, body(q, state="The colour is red."))["answers"]["c"]["probabilities"]["red"]
+    blue = ok(stack, body(q, state="The colour is blue."))["answers"]["c"]["probabilities"]["red"]
+    assert red - blue > 0.05 and math.isfinite(red)
