@@ -298,10 +298,13 @@ class _FailingEngine(BaseHTTPRequestHandler):
         if self.mode == "slow":
             time.sleep(2)
         body = b'{"error": {"message": "boom"}}'
-        self.send_response(500)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        try:
+            self.send_response(500)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+        except OSError:
+            pass  # the shim gave up waiting (the "slow" case): nobody is listening
 
     def log_message(self, *a):
         pass
@@ -318,19 +321,29 @@ def start_shim(vllm_url, timeout_s=5.0, **env):
     return server
 
 
+def stop_shim(server):
+    server.shutdown()
+    server.server_close()
+    server.service.engine.close()
+
+
 def call(server, method="POST", path="/v1/systemone", body=None, headers=None):
     conn = http.client.HTTPConnection(*server.server_address[:2], timeout=10)
     payload = json.dumps(body).encode() if isinstance(body, dict) else body
     conn.request(method, path, body=payload, headers=headers or {})
     r = conn.getresponse()
-    return r.status, dict(r.getheaders()), json.loads(r.read())
+    out = r.status, dict(r.getheaders()), json.loads(r.read())
+    conn.close()
+    return out
 
 
 class TestFailures(unittest.TestCase):
     def _fake(self, mode):
         handler = type("H", (_FailingEngine,), {"mode": mode})
         fake = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        fake.daemon_threads = True
         threading.Thread(target=fake.serve_forever, daemon=True).start()
+        self.addCleanup(fake.server_close)
         self.addCleanup(fake.shutdown)
         return f"http://127.0.0.1:{fake.server_address[1]}"
 
@@ -341,18 +354,18 @@ class TestFailures(unittest.TestCase):
         self.assertEqual(status, 503)
         self.assertIn("retry-after-ms", headers)
         self.assertEqual(doc["detail"]["error_type"], "engine_unavailable")
-        server.shutdown()
+        stop_shim(server)
 
     def test_engine_5xx_is_502_and_slow_is_503(self):
         """server: a vLLM 5xx gives 502; a vLLM slower than the timeout gives 503."""
         server = start_shim(self._fake("5xx"))
         self.assertEqual(call(server, body=req({"q": NOUL_Q}))[0], 502)
-        server.shutdown()
+        stop_shim(server)
         server = start_shim(self._fake("slow"), timeout_s=0.5)
         started = time.monotonic()
         self.assertEqual(call(server, body=req({"q": NOUL_Q}))[0], 503)
         self.assertLess(time.monotonic() - started, 5)
-        server.shutdown()
+        stop_shim(server)
 
     def test_http_contract_without_engine(self):
         """server: 404/405 shapes, request id and JSON type on every response, health live."""
@@ -366,7 +379,7 @@ class TestFailures(unittest.TestCase):
         got, _, doc = call(server, body=b'{"model": "jev-latest", "state": "x", "questions": {')
         self.assertEqual(got, 422)
         self.assertEqual(doc["detail"][0]["loc"][0], "body")
-        server.shutdown()
+        stop_shim(server)
 
 
 if __name__ == "__main__":

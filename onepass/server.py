@@ -209,6 +209,7 @@ class Handler(BaseHTTPRequestHandler):
 class Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    request_queue_size = 128  # the default backlog of 5 resets bursts of parallel clients
 
     def __init__(self, service: Service):
         self.service = service
