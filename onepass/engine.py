@@ -17,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from .decision import Read, ReadResult
 from .errors import EngineFailed, EngineUnavailable, InvalidRequest, Problem
 
+MAX_LOGPROB_TOKEN_IDS = 128  # vLLM 0.32's cap on logprob_token_ids per request
 IDLE_KEEPALIVE_S = 4.0  # uvicorn (vLLM) closes idle keep-alive connections after 5 s
 CONTEXT_MARKERS = ("maximum context length", "maximum model length", "too many tokens")
 
@@ -89,15 +90,26 @@ class Engine:
 
     # -- API --------------------------------------------------------------------------
     def read(self, read: Read) -> ReadResult:
-        body = {"model": self.model, "prompt": read.prompt, "max_tokens": 1, "temperature": 0.0,
-                "logprobs": 1, "logprob_token_ids": list(read.label_token_ids),
+        """Label log-probs at the answer slot. vLLM returns at most 128 requested ids per call,
+        so longer label lists are read in slices of the same prompt (the later slices hit the
+        prefix cache); the values are full-vocabulary log-softmax, so slices combine exactly."""
+        ids = read.label_token_ids
+        logprobs, num_prompt_tokens = [], 0
+        for start in range(0, len(ids), MAX_LOGPROB_TOKEN_IDS):
+            part = ids[start:start + MAX_LOGPROB_TOKEN_IDS]
+            values, num_prompt_tokens = self._read_slice(read.prompt, part)
+            logprobs.extend(values)
+        return ReadResult(tuple(logprobs), num_prompt_tokens)
+
+    def _read_slice(self, prompt: str, ids) -> tuple[list[float], int]:
+        body = {"model": self.model, "prompt": prompt, "max_tokens": 1, "temperature": 0.0,
+                "logprobs": 1, "logprob_token_ids": list(ids),
                 "return_tokens_as_token_ids": True, "add_special_tokens": False}
         doc = self._checked("POST", "/v1/completions", body)
         try:
             top = doc["choices"][0]["logprobs"]["top_logprobs"][0]
             by_id = {int(k.split(":", 1)[1]): v for k, v in top.items()}
-            logprobs = tuple(float(by_id[t]) for t in read.label_token_ids)
-            return ReadResult(logprobs, int(doc["usage"]["prompt_tokens"]))
+            return [float(by_id[t]) for t in ids], int(doc["usage"]["prompt_tokens"])
         except (KeyError, IndexError, TypeError, ValueError) as e:
             raise EngineFailed(f"vLLM's completion lacks the label log-probs ({e!r})") from None
 

@@ -5,6 +5,8 @@ import math
 
 import pytest
 
+from conftest import ROOT
+
 from contract import check_response
 
 TICKET = "I was charged twice for my subscription this month. Please refund one charge."
@@ -196,10 +198,37 @@ def test_gzip_and_zstd_bodies(stack):
         assert abs(doc["answers"]["r"]["noul"] - plain["answers"]["r"]["noul"]) <= 0.02
 
 
-def test_answers_follow_the_state(stack):
-    """readout: the model's answer moves with the state (a real read, not a constant)."""
+def test_answers_are_the_models_label_distribution(stack):
+    """readout: answers are vLLM's label log-probs renormalised, and move with the state."""
+    import sys
+    sys.path.insert(0, str(ROOT))
+    from onepass import config, systemone
+    from onepass.layout import layout
+    from onepass.probes import verified_labels
+    from onepass.engine import Engine
+    _, profile = config.load_profile(str(ROOT / "serve_config.json"), "")
+    engine = Engine(stack.vllm_url, profile.served_model_name, timeout_s=120, num_connections=2)
+    labels = verified_labels(engine, profile)
     q = {"c": {"type": "choice", "instructions": "What colour is named in the record?",
-               "criteria": {"red": None, "blue": None}}}
-    red = ok(stack, body(q, state="The colour is red."))["answers"]["c"]["probabilities"]["red"]
-    blue = ok(stack, body(q, state="The colour is blue."))["answers"]["c"]["probabilities"]["red"]
-    assert red - blue > 0.05 and math.isfinite(red)
+               "criteria": {"red": None, "blue": None, "green": None}}}
+    seen = []
+    for state in ("The colour is red.", "The colour is blue."):
+        request = body(q, state=state)
+        got = ok(stack, request)["answers"]["c"]["probabilities"]
+        decision, _ = systemone.parse(request, max_choice_options=255, max_questions=10,
+                                      resolve_model=lambda m: m)
+        read = layout(decision, profile, labels)[0]
+        # an independent path: the label appended to the prompt, scored by prompt_logprobs
+        logprobs = []
+        for (label, token_id) in labels.choice[:3]:
+            doc = stack.request("POST", "/v1/completions", {
+                "model": profile.served_model_name, "prompt": read.prompt + label,
+                "max_tokens": 1, "prompt_logprobs": 0, "add_special_tokens": False},
+                base=stack.vllm_url)[2]
+            logprobs.append(doc["choices"][0]["prompt_logprobs"][-1][str(token_id)]["logprob"])
+        weights = [math.exp(x) for x in logprobs]
+        for p, w in zip(got.values(), weights):
+            assert abs(p - w / sum(weights)) <= 1e-3, (got, weights)
+        seen.append(list(got.values()))
+    engine.close()
+    assert max(abs(a - b) for a, b in zip(*seen)) > 1e-3

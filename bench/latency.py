@@ -1,0 +1,103 @@
+"""Latency through the shim vs the same prompts sent straight to vLLM, one call per question.
+
+Usage: python bench/latency.py --shim http://127.0.0.1:8741 --vllm http://127.0.0.1:8742 [--n 30]
+Cases: (a) one 3-option choice over a ~60-token state; (b) choice-3, noul, score-3 and choice-5
+over a ~500-token state. Each iteration uses a new state (a unique ticket number up front), so
+vLLM's prefix cache cannot replay a whole earlier request; shim and direct calls use different
+numbers and alternate, so they see the same machine. Warm-up iterations are not timed.
+Prints one table and one JSON line per case: p50/p95 (ms) for both paths and their ratio.
+"""
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from onepass import config, systemone  # noqa: E402
+from onepass.engine import Engine  # noqa: E402
+from onepass.layout import layout  # noqa: E402
+from onepass.probes import verified_labels  # noqa: E402
+
+SENTENCE = ("The customer writes that the invoice for March was charged twice to the company card "
+            "and that the finance team needs one of the two payments returned before Friday. ")
+CHOICE3 = {"type": "choice", "instructions": "Which team should handle this?",
+           "criteria": {"billing": "Payments and refunds", "tech": "Bugs and outages",
+                        "sales": "Pricing and upgrades"}}
+NOUL = {"type": "noul", "instructions": "Is the customer asking for money back?"}
+SCORE3 = {"type": "score", "instructions": "How urgent is it?", "criteria": ["Low", "Medium", "High"]}
+CHOICE5 = {"type": "choice", "instructions": "Which language is the ticket in?",
+           "criteria": {"English": None, "German": None, "French": None, "Korean": None,
+                        "Spanish": None}}
+CASES = {"a: choice-3, ~60-token state": (2, {"team": CHOICE3}),
+         "b: choice-3 + noul + score-3 + choice-5, ~500-token state":
+             (19, {"team": CHOICE3, "refund": NOUL, "urgency": SCORE3, "lang": CHOICE5})}
+
+
+def state(tag: str, sentences: int) -> str:
+    return f"Ticket {tag}. " + SENTENCE * sentences
+
+
+def post(url: str, body: dict) -> dict:
+    req = urllib.request.Request(url, json.dumps(body).encode(),
+                                 {"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=300) as r:
+        return json.loads(r.read())
+
+
+def pct(values, q):
+    values = sorted(values)
+    return values[min(len(values) - 1, round(q * (len(values) - 1)))]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--shim", default="http://127.0.0.1:8741")
+    ap.add_argument("--vllm", default="http://127.0.0.1:8742")
+    ap.add_argument("--config", default=str(ROOT / "serve_config.json"))
+    ap.add_argument("--n", type=int, default=30)
+    ap.add_argument("--warmup", type=int, default=3)
+    args = ap.parse_args()
+    _, profile = config.load_profile(args.config, "")
+    engine = Engine(args.vllm, profile.served_model_name, timeout_s=300, num_connections=4)
+    labels = verified_labels(engine, profile)
+    parse = lambda b: systemone.parse(b, max_choice_options=255, max_questions=400,
+                                      resolve_model=lambda m: m)[0]
+    for name, (sentences, questions) in CASES.items():
+        shim_ms, direct_ms, tokens = [], [], 0
+        for i in range(args.warmup + args.n):
+            body = {"model": "jev-latest", "state": state(f"S-{i}", sentences), "questions": questions}
+            t = time.perf_counter()
+            tokens = post(args.shim + "/v1/systemone", body)["usage"]["input_tokens"]
+            shim_s = time.perf_counter() - t
+            direct = dict(body, state=state(f"D-{i}", sentences))
+            reads = layout(parse(direct), profile, labels)
+            t = time.perf_counter()
+            for read in reads:  # one plain completions call per question, in turn
+                engine.read(read)
+            direct_s = time.perf_counter() - t
+            if i >= args.warmup:
+                shim_ms.append(shim_s * 1000)
+                direct_ms.append(direct_s * 1000)
+        row = {"case": name, "n": args.n, "concurrency": 1, "questions": len(questions),
+               "input_tokens_per_request": tokens, "model": profile.served_model_name,
+               "machine": f"{platform.machine()} {os.cpu_count()} cores, no GPU",
+               "shim_p50_ms": round(statistics.median(shim_ms), 1),
+               "shim_p95_ms": round(pct(shim_ms, 0.95), 1),
+               "direct_p50_ms": round(statistics.median(direct_ms), 1),
+               "direct_p95_ms": round(pct(direct_ms, 0.95), 1)}
+        row["p50_ratio_shim_over_direct"] = round(row["shim_p50_ms"] / row["direct_p50_ms"], 3)
+        print(f"{name}: shim p50 {row['shim_p50_ms']} ms p95 {row['shim_p95_ms']} ms | direct "
+              f"p50 {row['direct_p50_ms']} ms p95 {row['direct_p95_ms']} ms | ratio "
+              f"{row['p50_ratio_shim_over_direct']}")
+        print(json.dumps(row))
+    engine.close()
+
+
+if __name__ == "__main__":
+    main()
