@@ -311,6 +311,7 @@ class _FailingEngine(BaseHTTPRequestHandler):
 
 
 def start_shim(vllm_url, timeout_s=5.0, **env):
+    """A real shim on a free port, marked ready without the guard: for failure injection only."""
     from onepass.server import READY, Server, Service
     settings = config.load(["--port", "0", "--vllm", vllm_url, "--engine-timeout-s",
                             str(timeout_s)], environ=env)

@@ -163,22 +163,32 @@ class Handler(BaseHTTPRequestHandler):
         self.command)
 
     def _dispatch(self, method: str) -> None:
-        service: Service = self.server.service
         started, request_id = time.monotonic(), "req_" + uuid.uuid4().hex
         path, _, query = self.path.partition("?")
-        extra = {}
         try:
-            raw = transport.read_body(self.headers, self.rfile, service.settings.max_body_bytes)
-            status, doc = service.route(method, path, query, self.headers, raw)
-        except OnepassError as e:
-            status, doc, extra = render_error(e)
-            self.close_connection = self.close_connection or e.status == 413
-        except Exception:  # a bug, never bad input: log it, answer a generic 500
-            log.exception("internal error on %s %s (%s)", method, path, request_id)
-            status, doc, extra = render_error(OnepassError("internal error; see the server log"))
+            status, doc, extra = self._answer(method, path, query, request_id)
+        except (TimeoutError, ConnectionError):  # the client stalled or left mid-body
+            self.close_connection = True
+            log.info("%s %s dropped: the client sent no complete request (%s)", method, path,
+                     request_id)
+            return
         self._send(status, doc, request_id, extra)
         log.info("%s %s %d %.1fms %s", method, path, status,
                  (time.monotonic() - started) * 1000, request_id)
+
+    def _answer(self, method: str, path: str, query: str, request_id: str):
+        service: Service = self.server.service
+        try:
+            raw = transport.read_body(self.headers, self.rfile, service.settings.max_body_bytes)
+            return (*service.route(method, path, query, self.headers, raw), {})
+        except OnepassError as e:
+            self.close_connection = self.close_connection or e.status == 413  # body unread
+            return render_error(e)
+        except (TimeoutError, ConnectionError):
+            raise
+        except Exception:  # a bug, never bad input: log it, answer a generic 500
+            log.exception("internal error on %s %s (%s)", method, path, request_id)
+            return render_error(OnepassError("internal error; see the server log"))
 
     def _send(self, status: int, doc: dict, request_id: str, extra: dict) -> None:
         payload = json.dumps(doc, ensure_ascii=False, allow_nan=False).encode("utf-8")
@@ -198,6 +208,7 @@ class Handler(BaseHTTPRequestHandler):
     def send_error(self, code, message=None, explain=None):
         """Malformed HTTP (bad request line, oversized headers) still gets a JSON body."""
         self.close_connection = True
+        self.request_version = "HTTP/1.1"  # unparsed requests default to 0.9: no status line
         err = OnepassError(message or "malformed HTTP request")
         err.status, err.error_type = code, "bad_request" if code < 500 else "internal_error"
         self._send(code, systemone.render_error(err), "req_" + uuid.uuid4().hex, {})

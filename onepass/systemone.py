@@ -133,11 +133,20 @@ def _noul(criteria, loc, check, _):
     return [Option(side, check.text(criteria.get(side), loc + (side,))) for side in ("true", "false")]
 
 
+def _is_criteria(criteria, kind, loc, check, what: str) -> bool:
+    """Required criteria of the right JSON type; otherwise one problem, and False."""
+    if isinstance(criteria, kind):
+        return True
+    if criteria is None:
+        check.add(loc, "Field required", "missing")
+    else:
+        check.add(loc, what, "dict_type" if kind is dict else "list_type")
+    return False
+
+
 def _choice(criteria, loc, check, max_options):
-    if not isinstance(criteria, dict):
-        check.add(loc, "choice criteria must be an object of option -> description"
-                  if criteria is not None else "Field required",
-                  "dict_type" if criteria is not None else "missing")
+    if not _is_criteria(criteria, dict, loc, check,
+                        "choice criteria must be an object of option -> description"):
         return []
     if len(criteria) < 2:
         check.add(loc, f"a choice needs at least two options, got {len(criteria)}", "too_short")
@@ -148,10 +157,8 @@ def _choice(criteria, loc, check, max_options):
 
 
 def _score(criteria, loc, check, _):
-    if not isinstance(criteria, list):
-        check.add(loc, "score criteria must be an ordered array of levels, lowest first"
-                  if criteria is not None else "Field required",
-                  "list_type" if criteria is not None else "missing")
+    if not _is_criteria(criteria, list, loc, check,
+                        "score criteria must be an ordered array of levels, lowest first"):
         return []
     if not MIN_LEVELS <= len(criteria) <= MAX_LEVELS:
         check.add(loc, f"a score takes 2 to 10 levels, got {len(criteria)}", "too_long"

@@ -15,6 +15,11 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+KEEP = {"ONEPASS_VENV", "ONEPASS_CACHE"}  # where things are installed; other settings are the tests'
+
+
+def clean_env() -> dict:
+    return {k: v for k, v in os.environ.items() if not k.startswith("ONEPASS_") or k in KEEP}
 
 
 def free_port() -> int:
@@ -51,7 +56,7 @@ def request(base, method, path, body=None, headers=None, timeout=120):
 
 def start_shim(vllm_url, port, env_extra=None, args=()):
     """A second shim process against the session's vLLM (auth, guard-failure tests)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ONEPASS_")}
+    env = clean_env()
     env.update(env_extra or {})
     proc = subprocess.Popen([sys.executable, str(ROOT / "shim.py"), "--port", str(port),
                              "--vllm", vllm_url, "--config", str(ROOT / "serve_config.json"),
@@ -77,7 +82,7 @@ def wait_health(base, want_status, timeout=120):
 def stack(tmp_path_factory):
     port, vllm_port = free_port(), free_port()
     log_dir = tmp_path_factory.mktemp("logs")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ONEPASS_")}
+    env = clean_env()
     env.update(ONEPASS_PORT=str(port), ONEPASS_VLLM_PORT=str(vllm_port),
                ONEPASS_LOG_DIR=str(log_dir), ONEPASS_DEVICE="cpu")
     proc = subprocess.Popen(["bash", str(ROOT / "serve.sh")], env=env, cwd=ROOT,
