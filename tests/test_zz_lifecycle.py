@@ -1,6 +1,7 @@
 """Start-up guard, auth and engine death, with extra shims against the session's real vLLM.
 Named to run last: the final test kills vLLM and checks that serve.sh exits non-zero."""
 import json
+import re
 import os
 import signal
 import time
@@ -121,3 +122,30 @@ def test_zz_vllm_death(stack):
     assert stack.proc.wait(timeout=120) == 15
     rest = stack.proc.stdout.read()
     assert "vLLM exited" in rest
+
+
+def test_serve_sh_sigterm_stops_everything(stack, tmp_path):
+    """serve.sh: SIGTERM while starting stops vLLM and the shim and exits 0."""
+    import subprocess
+    from conftest import clean_env
+    env = clean_env()
+    env.update(ONEPASS_PORT=str(free_port()), ONEPASS_VLLM_PORT=str(free_port()),
+               ONEPASS_LOG_DIR=str(tmp_path), ONEPASS_DEVICE="cpu")
+    proc = subprocess.Popen(["bash", str(ROOT / "serve.sh")], env=env, cwd=ROOT, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    lines = []
+    for line in proc.stdout:
+        lines.append(line)
+        if line.startswith("serve.sh: warm-up: start"):
+            break
+    pids = [int(p) for p in re.findall(r"done \(pid (\d+)", "".join(lines))]
+    assert len(pids) == 2, lines
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=120) == 0
+    for pid in pids:
+        try:
+            os.kill(pid, 0)
+            alive = not open(f"/proc/{pid}/stat").read().split(")")[-1].split()[0] == "Z"
+        except ProcessLookupError:
+            alive = False
+        assert not alive, pid
