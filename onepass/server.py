@@ -20,8 +20,8 @@ from pathlib import Path
 from . import readout, systemone, transport
 from .config import Settings
 from .engine import Engine
-from .errors import (AuthInvalid, AuthMissing, MethodNotAllowed, NotFound, NotReady,
-                     OnepassError, Overloaded)
+from .errors import (AuthInvalid, AuthMissing, EngineUnavailable, MethodNotAllowed, NotFound,
+                     NotReady, OnepassError, Overloaded)
 from .layout import layout
 from .probes import GuardFailed, run_guard
 from .warmup import WARMUP_BODIES
@@ -72,11 +72,11 @@ class Service:
         while self.labels is None:
             try:
                 self.labels = run_guard(self.engine, self.profile, self.root)
-            except OnepassError as e:
+            except EngineUnavailable as e:  # not up yet: keep waiting, /health says why
                 self.reason = f"waiting for vLLM: {e.message}"
                 time.sleep(poll_s)
-            except (GuardFailed, OSError, ValueError, KeyError) as e:
-                return self._fail(f"start-up check failed: {e}")
+            except (OnepassError, GuardFailed, OSError, ValueError, KeyError) as e:
+                return self._fail(f"start-up check failed: {getattr(e, 'message', e)}")
         self.reason = "warming up every question type"
         try:
             for body in WARMUP_BODIES:

