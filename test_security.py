@@ -86,6 +86,9 @@ class TestEdge(unittest.TestCase):
             call(self.server, body=req({"q": NOUL_Q}, state="PRIVATE-STATE-TEXT"),
                  headers=self.auth)
             call(self.server, body=b"{bad json PRIVATE", headers=self.auth)
+            deadline = time.monotonic() + 5  # the access line is written after the reply
+            while len(logs.records) < 2 and time.monotonic() < deadline:
+                time.sleep(0.01)
         text = "\n".join(logs.output)
         self.assertIn("POST /v1/systemone", text)
         for secret in ("k-123", "PRIVATE"):

@@ -11,6 +11,7 @@ import hmac
 import json
 import logging
 import math
+import sys
 import threading
 import time
 import uuid
@@ -221,6 +222,13 @@ class Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
     request_queue_size = 128  # the default backlog of 5 resets bursts of parallel clients
+
+    def handle_error(self, request, client_address):
+        """A client that resets or stalls is routine; anything else is logged with its trace."""
+        if isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
+            log.info("connection from %s ended early", client_address[0])
+        else:
+            log.exception("unexpected error serving %s", client_address[0])
 
     def __init__(self, service: Service):
         self.service = service
