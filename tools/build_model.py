@@ -32,7 +32,8 @@ def verify(out: Path) -> bool:
     for line in manifest.read_text().splitlines():
         digest, name = line.split(None, 1)
         if EXPECTED.get(name, digest) != digest:
-            sys.exit(f"build_model: {out / MANIFEST} records {name} as {digest}, not {EXPECTED[name]}")
+            sys.exit(f"build_model: {out / MANIFEST} records {name} as {digest}, "
+                     f"not {EXPECTED[name]}")
         if sha256(out / name) != digest:
             sys.exit(f"build_model: {out / name} does not match its recorded sha256; "
                      f"delete {out} to rebuild")
@@ -56,12 +57,12 @@ def build(out: Path) -> None:
     tmp = out.with_name(out.name + ".partial")
     model.save_pretrained(tmp)
     tokenizer.save_pretrained(tmp)
-    files = sorted(p for p in tmp.iterdir() if p.is_file())
+    digests = {p.name: sha256(p) for p in sorted(tmp.iterdir()) if p.is_file()}
     for name, digest in EXPECTED.items():
-        if sha256(tmp / name) != digest:
-            sys.exit(f"build_model: {name} converted to sha256 {sha256(tmp / name)}, not the "
+        if digests[name] != digest:
+            sys.exit(f"build_model: {name} converted to sha256 {digests[name]}, not the "
                      f"recorded {digest}; check the pinned transformers/gguf versions")
-    (tmp / MANIFEST).write_text("".join(f"{sha256(p)}  {p.name}\n" for p in files))
+    (tmp / MANIFEST).write_text("".join(f"{d}  {name}\n" for name, d in digests.items()))
     os.replace(tmp, out)
 
 
