@@ -29,6 +29,7 @@ from .warmup import WARMUP_BODIES
 
 log = logging.getLogger("onepass")
 WARMING, READY, FAILED = "warming", "ready", "failed"
+CLIENT_GONE = (TimeoutError, ConnectionError)  # a client that stalled or left: nothing to answer
 ROUTES = {"/health": ("GET",), "/v1/models": ("GET",), "/v1/systemone": ("POST",),
           "/systemone": ("POST",)}
 
@@ -168,7 +169,7 @@ class Handler(BaseHTTPRequestHandler):
         path, _, query = self.path.partition("?")
         try:
             status, doc, extra = self._answer(method, path, query, request_id)
-        except (TimeoutError, ConnectionError):  # the client stalled or left mid-body
+        except CLIENT_GONE:
             self.close_connection = True
             log.info("%s %s dropped: the client sent no complete request (%s)", method, path,
                      request_id)
@@ -185,7 +186,7 @@ class Handler(BaseHTTPRequestHandler):
         except OnepassError as e:
             self.close_connection = self.close_connection or e.status == 413  # body unread
             return render_error(e)
-        except (TimeoutError, ConnectionError):
+        except CLIENT_GONE:
             raise
         except Exception:  # a bug, never bad input: log it, answer a generic 500
             log.exception("internal error on %s %s (%s)", method, path, request_id)
@@ -225,7 +226,7 @@ class Server(ThreadingHTTPServer):
 
     def handle_error(self, request, client_address):
         """A client that resets or stalls is routine; anything else is logged with its trace."""
-        if isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
+        if isinstance(sys.exc_info()[1], CLIENT_GONE):
             log.info("connection from %s ended early", client_address[0])
         else:
             log.exception("unexpected error serving %s", client_address[0])
