@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # the tests read onepass/ and tools/ from the checkout
 KEEP = {"ONEPASS_VENV", "ONEPASS_CACHE"}  # where things are installed; other settings are the tests'
 
 
@@ -34,7 +35,6 @@ class Stack:
     vllm_url: str
     proc: subprocess.Popen
     output: list
-    log_dir: Path
     vllm_pid: int
 
     def request(self, method, path, body=None, headers=None, base=None):
@@ -78,28 +78,33 @@ def wait_health(base, want_status, timeout=120):
     raise AssertionError(f"{base}/health never reached {want_status}")
 
 
-@pytest.fixture(scope="session")
-def stack(tmp_path_factory):
-    port, vllm_port = free_port(), free_port()
-    log_dir = tmp_path_factory.mktemp("logs")
+def launch_serve(log_dir, until: str) -> tuple[subprocess.Popen, list]:
+    """serve.sh on free ports, its output read until a line starting with `until` (or EOF)."""
     env = clean_env()
-    env.update(ONEPASS_PORT=str(port), ONEPASS_VLLM_PORT=str(vllm_port),
+    env.update(ONEPASS_PORT=str(free_port()), ONEPASS_VLLM_PORT=str(free_port()),
                ONEPASS_LOG_DIR=str(log_dir), ONEPASS_DEVICE="cpu")
     proc = subprocess.Popen(["bash", str(ROOT / "serve.sh")], env=env, cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     output = []
-    deadline = time.monotonic() + 900
     for line in proc.stdout:
         output.append(line)
         sys.stderr.write("serve.sh| " + line)
-        if line.startswith("onepass ready:") or time.monotonic() > deadline:
+        if line.startswith(until):
             break
+    return proc, output
+
+
+@pytest.fixture(scope="session")
+def stack(tmp_path_factory):
+    proc, output = launch_serve(tmp_path_factory.mktemp("logs"), "onepass ready:")
     if not output or not output[-1].startswith("onepass ready:"):
         proc.kill()
         raise RuntimeError("serve.sh did not get ready:\n" + "".join(output[-30:]))
-    vllm_pid = int(re.search(r"start vLLM: done \(pid (\d+)", "".join(output)).group(1))
-    s = Stack(f"http://127.0.0.1:{port}", f"http://127.0.0.1:{vllm_port}", proc, output,
-              log_dir, vllm_pid)
+    text = "".join(output)
+    url = re.search(r"onepass ready: (http://[^/]+)/v1/systemone", text).group(1)
+    vllm_url = re.search(r"--vllm (http://\S+)", text).group(1)
+    vllm_pid = int(re.search(r"start vLLM: done \(pid (\d+)", text).group(1))
+    s = Stack(url, vllm_url, proc, output, vllm_pid)
     yield s
     if proc.poll() is None:
         proc.send_signal(signal.SIGTERM)

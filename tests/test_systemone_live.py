@@ -200,8 +200,6 @@ def test_gzip_and_zstd_bodies(stack):
 
 def test_answers_are_the_models_label_distribution(stack):
     """readout: answers are vLLM's label log-probs renormalised, and move with the state."""
-    import sys
-    sys.path.insert(0, str(ROOT))
     from onepass import config, systemone
     from onepass.layout import layout
     from onepass.probes import verified_labels

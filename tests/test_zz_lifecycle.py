@@ -7,7 +7,7 @@ import signal
 import time
 from pathlib import Path
 
-from conftest import ROOT, free_port, request, start_shim, wait_health
+from conftest import ROOT, free_port, launch_serve, request, start_shim, wait_health
 from test_systemone_live import NOUL, body
 
 
@@ -126,26 +126,10 @@ def test_zz_vllm_death(stack):
 
 def test_serve_sh_sigterm_stops_everything(stack, tmp_path):
     """serve.sh: SIGTERM while starting stops vLLM and the shim and exits 0."""
-    import subprocess
-    from conftest import clean_env
-    env = clean_env()
-    env.update(ONEPASS_PORT=str(free_port()), ONEPASS_VLLM_PORT=str(free_port()),
-               ONEPASS_LOG_DIR=str(tmp_path), ONEPASS_DEVICE="cpu")
-    proc = subprocess.Popen(["bash", str(ROOT / "serve.sh")], env=env, cwd=ROOT, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-    lines = []
-    for line in proc.stdout:
-        lines.append(line)
-        if line.startswith("serve.sh: warm-up: start"):
-            break
+    from tools.wait_ready import alive
+    proc, lines = launch_serve(tmp_path, "serve.sh: warm-up: start")
     pids = [int(p) for p in re.findall(r"done \(pid (\d+)", "".join(lines))]
     assert len(pids) == 2, lines
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=120) == 0
-    for pid in pids:
-        try:
-            os.kill(pid, 0)
-            alive = not open(f"/proc/{pid}/stat").read().split(")")[-1].split()[0] == "Z"
-        except ProcessLookupError:
-            alive = False
-        assert not alive, pid
+    assert not [pid for pid in pids if alive(pid)]
