@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # serve.sh: set up (venv, pinned vLLM, model), verify, start vLLM and the shim, warm up, print
-# one ready line. `bash serve.sh --setup-only` stops after setup (the test command uses it).
+# one ready line. `bash serve.sh --setup-only` stops after setup (the test command uses it);
+# `--verify-only` after the integrity checks.
 # Environment: ONEPASS_PORT (8741), ONEPASS_VLLM_PORT (8742), ONEPASS_HOST (127.0.0.1),
 # ONEPASS_PROFILE (serve_config.json's default), ONEPASS_MODEL (path or hub id; default: the
 # embedded SmolLM2), ONEPASS_API_KEY (empty = auth off), ONEPASS_DEVICE (auto|cpu|gpu),
 # ONEPASS_VENV (.venv), ONEPASS_CACHE (~/.cache/onepass), ONEPASS_LOG_DIR (logs),
-# ONEPASS_VLLM_ARGS (extra vLLM flags), ONEPASS_READY_TIMEOUT_S (900).
+# ONEPASS_VLLM_ARGS (extra vLLM flags), ONEPASS_READY_TIMEOUT_S (900),
+# VLLM_PLUGINS (default onepass_two_way: the engine plugin), VLLM_PATCHES=1 (stock vLLM with
+# vllm_patches/ in its own venv, default .venv-patched, instead of the plugin; never both).
 # Exit codes: 10 setup, 11 verify, 12 vLLM start, 13 shim start, 14 warm-up, 15 a process died.
 set -euo pipefail
 
@@ -13,7 +16,9 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 HOST=${ONEPASS_HOST:-127.0.0.1}
 PORT=${ONEPASS_PORT:-8741}
 VLLM_PORT=${ONEPASS_VLLM_PORT:-8742}
-VENV=${ONEPASS_VENV:-$ROOT/.venv}
+PATCHES=${VLLM_PATCHES:-0}
+case "$PATCHES" in 0|1) ;; *) echo "serve.sh: error: VLLM_PATCHES must be 0 or 1" >&2; exit 10 ;; esac
+if [ "$PATCHES" = 1 ]; then VENV=${ONEPASS_VENV:-$ROOT/.venv-patched}; else VENV=${ONEPASS_VENV:-$ROOT/.venv}; fi
 CACHE=${ONEPASS_CACHE:-$HOME/.cache/onepass}
 LOG_DIR=${ONEPASS_LOG_DIR:-$ROOT/logs}
 PY="$VENV/bin/python"
@@ -49,6 +54,11 @@ setup() {
     run "$PY" -m pip install -q --no-deps -r "$ROOT/deps/test.txt" || exit 10
     echo "$want" > "$stamp"
   fi
+  if [ "$PATCHES" = 1 ]; then  # refuses (exit 2) a venv that has the engine plugin
+    run python3 "$ROOT/tools/vllm_patches.py" apply "$VENV" || exit 10
+  else
+    run python3 "$ROOT/tools/verify_install.py" install "$VENV" || exit 10
+  fi
   if [ -z "${ONEPASS_MODEL:-}" ]; then
     MODEL=$(export HF_HUB_OFFLINE=1; run "$PY" "$ROOT/tools/build_model.py" \
       "$CACHE/models/smollm2-135m-instruct" | tail -n 1) || exit 10
@@ -59,13 +69,17 @@ setup() {
 }
 
 verify() {
+  # Every file vLLM will import is checked against a recorded sha256: the wheel's RECORD for
+  # vLLM (or the patch marker's digests with VLLM_PATCHES=1), engine/SHA256SUMS for the plugin.
+  # The plugin then checks vLLM's version and the signatures it wraps when vLLM loads it.
   say "verify: start"
-  "$PY" - <<'PYEOF' || exit 11
-import vllm, sys
-if vllm.__version__ != "0.32.0":
-    sys.exit(f"vLLM {vllm.__version__} is installed; onepass is pinned to 0.32.0")
-PYEOF
-  say "verify: done (vLLM 0.32.0)"
+  if [ "$PATCHES" = 1 ]; then
+    python3 "$ROOT/tools/vllm_patches.py" check "$VENV" || exit 11
+    python3 "$ROOT/tools/verify_install.py" verify "$VENV" --patched || exit 11
+  else
+    python3 "$ROOT/tools/verify_install.py" verify "$VENV" || exit 11
+  fi
+  say "verify: done"
 }
 
 profile_field() {  # profile_field KEY: a field of the selected profile in serve_config.json
@@ -84,10 +98,20 @@ start_vllm() {
   # of 5.1 s with vLLM's defaults (one core, torch.compile).
   [ "$DEVICE" = cpu ] && export VLLM_CPU_OMP_THREADS_BIND=${VLLM_CPU_OMP_THREADS_BIND:-0-$(($(nproc) - 1))}
   [ -z "${ONEPASS_MODEL:-}" ] && export HF_HUB_OFFLINE=1
+  local backend=""
+  if [ "$PATCHES" = 1 ]; then
+    export VLLM_PLUGINS=${VLLM_PLUGINS-}
+  else
+    export VLLM_PLUGINS=${VLLM_PLUGINS-onepass_two_way}
+    # Two-way rows need a backend that reads per-row causal flags; on CUDA vLLM would pick
+    # FlashAttention 2/3, which the plugin refuses at start-up.
+    [ "$DEVICE" = gpu ] && backend="--attention-backend TRITON_ATTN"
+  fi
   # shellcheck disable=SC2086
   set -- "$PY" -m vllm.entrypoints.openai.api_server --model "$MODEL" \
     --served-model-name "$(profile_field served_model_name)" --host 127.0.0.1 --port "$VLLM_PORT" \
-    --dtype "$dtype" --max-model-len "$(profile_field max_model_len)" $eager ${ONEPASS_VLLM_ARGS:-}
+    --dtype "$dtype" --max-model-len "$(profile_field max_model_len)" $eager $backend \
+    ${ONEPASS_VLLM_ARGS:-}
   echo "+ $* > $LOG_DIR/vllm.log"
   setsid "$@" > "$LOG_DIR/vllm.log" 2>&1 &
   VLLM_PID=$!
@@ -129,6 +153,7 @@ setup
 [ "${1:-}" = "--setup-only" ] && exit 0
 trap 'say "stopping"; stop_all; exit 0' TERM INT
 verify
+[ "${1:-}" = "--verify-only" ] && exit 0
 start_vllm
 start_shim
 warm_up

@@ -16,7 +16,8 @@ from pathlib import Path
 
 from onepass import config, readout, systemone, transport
 from onepass.decision import CHOICE, NOUL, SCORE, Decision, Option, Question, Read, ReadResult
-from onepass.errors import InvalidRequest, NotFound, PayloadTooLarge, UnsupportedMediaType
+from onepass.errors import (BadRequest, InvalidRequest, NotFound, PayloadTooLarge,
+                            UnsupportedMediaType)
 from onepass.layout import LabelSet, layout
 
 ROOT = Path(__file__).resolve().parent
@@ -26,10 +27,10 @@ LABELS = LabelSet(noul=(("Yes", 1), ("No", 2)),
                   score=tuple((str(i), 200 + i) for i in range(10)))
 
 
-def parse(body, max_options=255):
+def parse(body, max_options=255, resolve_mode=lambda mode: mode or "causal"):
     return systemone.parse(body, max_choice_options=max_options, max_questions=400,
                            resolve_model=lambda m: "concrete" if m in ("jev-latest", "concrete")
-                           else None)
+                           else None, resolve_mode=resolve_mode)
 
 
 def problems(body, **kw):
@@ -136,13 +137,43 @@ class TestSystemOne(unittest.TestCase):
         results = [ReadResult((-0.1, -2.4), 10), ReadResult((-3.0, -0.05), 11),
                    ReadResult((-2.0, -0.2, -1.9), 12)]
         out = systemone.render(readout.outcome(d, reads, results, 1.0), d, ids, body)
-        self.assertEqual(set(out), {"model", "answers", "usage"})
+        self.assertEqual(set(out), {"model", "answers", "usage", "x_attention_mode"})
+        self.assertEqual(out["x_attention_mode"], "causal")
         self.assertEqual(out["usage"], {"input_tokens": 33, "output_tokens": 0})
         self.assertEqual(set(out["answers"]["r"]), {"type", "noul"})
         self.assertEqual(out["answers"]["t"]["choice"], "tech")
         self.assertEqual(out["answers"]["a"]["legend"], {"0": "Calm", "1": "Annoyed", "2": "Furious"})
         self.assertEqual(list(out["answers"]["a"]["probabilities"]), ["0", "1", "2"])
         json.dumps(out, allow_nan=False)
+
+    def test_attention_mode_forms(self):
+        """systemone: attention_mode at top level or in kwargs, with its aliases; conflicts 400."""
+        for extra, want in (({}, "causal"), ({"attention_mode": "two-way"}, "bidirectional"),
+                            ({"kwargs": {"attention_mode": "bidirectional"}}, "bidirectional"),
+                            ({"attention_mode": "one-way", "kwargs": {"attention_mode": "causal"}},
+                             "causal"), ({"kwargs": "not an object"}, "causal")):
+            d, _ = parse(req({"q": NOUL_Q}, **extra))
+            self.assertEqual(d.attention_mode, want, extra)
+            self.assertTrue(all(r.attention_mode == want for r in layout(d, PROFILE, LABELS)))
+        with self.assertRaises(BadRequest) as ctx:
+            parse(req({"q": NOUL_Q}, attention_mode="two-way",
+                      kwargs={"attention_mode": "causal"}))
+        self.assertEqual(ctx.exception.status, 400)
+        [p] = problems(req({"q": NOUL_Q}, kwargs={"attention_mode": "sideways"}))
+        self.assertEqual((p.loc, p.type), (("kwargs", "attention_mode"), "enum"))
+
+    def test_two_way_without_the_plugin_is_refused(self):
+        """server: a two-way request to an engine without the plugin is a 400, never one-way."""
+        from onepass.server import Service
+        service = Service(config.load(["--port", "0"], environ={}), ROOT)
+        self.assertFalse(service.two_way)
+        self.assertEqual(service.resolve_mode(None), "causal")
+        with self.assertRaises(BadRequest) as ctx:
+            service.resolve_mode("bidirectional")
+        self.assertIn("engine plugin", ctx.exception.message)
+        service.two_way = True
+        self.assertEqual(service.resolve_mode("bidirectional"), "bidirectional")
+        service.engine.close()
 
     def test_error_shapes(self):
         """systemone: validation errors render as detail[] with body-rooted loc, others as detail{}."""
@@ -253,16 +284,28 @@ class TestConfig(unittest.TestCase):
         self.assertEqual(config.expand_labels(["A-C", "Yes"]), ["A", "B", "C", "Yes"])
         self.assertEqual(len(config.expand_labels(["AA-ZZ"])), 676)
 
-    def test_misspelled_profile_key_is_an_error(self):
-        """config: an unknown profile key fails with a message naming it."""
+    def load_variant(self, **changes):
+        """config.load on serve_config.json with the default profile's fields changed."""
         doc = json.loads((ROOT / "serve_config.json").read_text())
-        doc["profiles"]["smollm2-135m"]["temprature"] = 2
-        path = ROOT / ".cache" / "bad_config.json"
+        doc["profiles"]["smollm2-135m"].update(changes)
+        path = ROOT / ".cache" / "variant_config.json"
         path.parent.mkdir(exist_ok=True)
         path.write_text(json.dumps(doc))
+        return config.load(["--config", str(path)], environ={})
+
+    def test_misspelled_profile_key_is_an_error(self):
+        """config: an unknown profile key fails with a message naming it."""
         with self.assertRaises(config.ConfigError) as ctx:
-            config.load(["--config", str(path)], environ={})
+            self.load_variant(temprature=2)
         self.assertIn("temprature", str(ctx.exception))
+
+    def test_two_way_default_needs_a_model_trained_for_it(self):
+        """config: a profile may default to two-way only when it declares trained_two_way."""
+        with self.assertRaises(config.ConfigError) as ctx:
+            self.load_variant(attention_mode="bidirectional")
+        self.assertIn("trained_two_way", str(ctx.exception))
+        settings = self.load_variant(attention_mode="bidirectional", trained_two_way=True)
+        self.assertEqual(settings.model.attention_mode, "bidirectional")
 
     def test_flags_over_env_and_secret_from_env_only(self):
         """config: flags beat the environment; the API key comes from the environment."""

@@ -67,7 +67,8 @@ def main() -> None:
     engine = Engine(args.vllm, profile.served_model_name, timeout_s=300, num_connections=4)
     labels = verified_labels(engine, profile)
     parse = lambda b: systemone.parse(b, max_choice_options=255, max_questions=400,
-                                      resolve_model=lambda m: m)[0]
+                                      resolve_model=lambda m: m,
+                                      resolve_mode=lambda mode: mode or "causal")[0]
     for name, (sentences, questions) in CASES.items():
         shim_ms, direct_ms, tokens = [], [], 0
         for i in range(args.warmup + args.n):

@@ -59,6 +59,9 @@ class Profile:
     temperature: float
     max_model_len: int
     tokenizer_contract: str
+    trained_two_way: bool  # the model was trained to read two-way (bidirectional prefill)
+    attention_mode: str  # the default mode; "bidirectional" only when trained_two_way
+    two_way_probes: tuple  # {state, question, reference: [P(yes), P(no)] or null}, read at start
 
 
 @dataclass(frozen=True)
@@ -168,3 +171,16 @@ def _check_profile(p: Profile, where: str) -> None:
         raise ConfigError(f"{where}: need 2 noul labels, 10 score labels, 2+ choice labels")
     if not p.temperature > 0 or p.max_model_len < 16:
         raise ConfigError(f"{where}: temperature must be > 0 and max_model_len >= 16")
+    if p.attention_mode not in ("causal", "bidirectional") or not isinstance(p.trained_two_way,
+                                                                            bool):
+        raise ConfigError(f"{where}: attention_mode must be causal or bidirectional and "
+                          f"trained_two_way true or false")
+    if p.attention_mode == "bidirectional" and not p.trained_two_way:
+        raise ConfigError(f"{where}: a model not trained for two-way reading cannot default to "
+                          f"it (set trained_two_way only for models trained that way)")
+    for probe in p.two_way_probes:
+        ref = probe.get("reference") if isinstance(probe, dict) else None
+        if (not isinstance(probe, dict) or set(probe) != {"state", "question", "reference"}
+                or not (ref is None or (isinstance(ref, list) and len(ref) == 2))):
+            raise ConfigError(f"{where}: each two_way_probes entry needs state, question and "
+                              f"reference (null or [P(yes), P(no)])")

@@ -10,6 +10,10 @@ from dataclasses import dataclass
 
 NOUL, CHOICE, SCORE = "noul", "choice", "score"
 KINDS = (NOUL, CHOICE, SCORE)
+# Attention modes: one-way (causal, every model) and two-way (bidirectional prefill through the
+# onepass engine plugin). Clients may also say "one-way" / "two-way".
+CAUSAL, TWO_WAY = "causal", "bidirectional"
+MODE_NAMES = {"causal": CAUSAL, "one-way": CAUSAL, "bidirectional": TWO_WAY, "two-way": TWO_WAY}
 
 
 @dataclass(frozen=True)
@@ -32,6 +36,7 @@ class Decision:
     model: str  # the concrete model name that will answer
     state: str  # the state rendered as prompt text
     questions: tuple[Question, ...]
+    attention_mode: str = CAUSAL  # resolved: the request's choice, else the profile's default
 
 
 @dataclass(frozen=True)
@@ -40,6 +45,7 @@ class Read:
     prompt: str
     label_token_ids: tuple[int, ...]
     option_of_label: tuple[int, ...]  # label i belongs to option option_of_label[i]
+    attention_mode: str = CAUSAL
 
 
 @dataclass(frozen=True)
@@ -61,3 +67,4 @@ class Answer:
 class Outcome:
     answers: tuple[Answer, ...]
     num_input_tokens: int
+    attention_mode: str  # how the reads were made; every response says it

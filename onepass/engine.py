@@ -14,12 +14,13 @@ import time
 import urllib.parse
 from concurrent.futures import ThreadPoolExecutor
 
-from .decision import Read, ReadResult
+from .decision import TWO_WAY, Read, ReadResult
 from .errors import EngineFailed, EngineUnavailable, InvalidRequest, Problem
 
 MAX_LOGPROB_TOKEN_IDS = 128  # vLLM 0.32's cap on logprob_token_ids per request
 IDLE_KEEPALIVE_S = 4.0  # uvicorn (vLLM) closes idle keep-alive connections after 5 s
-CONTEXT_MARKERS = ("maximum context length", "maximum model length", "too many tokens")
+CONTEXT_MARKERS = ("maximum context length", "maximum model length", "too many tokens",
+                   "one-step budget")  # the last: the engine plugin's two-way prompt limit
 
 
 class Engine:
@@ -83,8 +84,8 @@ class Engine:
             return doc
         message = _vllm_message(doc)
         if status == 400 and any(m in message.lower() for m in CONTEXT_MARKERS):
-            raise InvalidRequest([Problem(("state",), "the prompt is longer than this model's "
-                                          f"maximum context length: {message}", "too_long")])
+            raise InvalidRequest([Problem(("state",), "the prompt is longer than this server "
+                                          f"can read: {message}", "too_long")])
         kind = EngineUnavailable if status in (503, 529) else EngineFailed
         raise kind(f"vLLM answered {path} with HTTP {status}: {message}")
 
@@ -97,14 +98,17 @@ class Engine:
         logprobs, num_prompt_tokens = [], 0
         for start in range(0, len(ids), MAX_LOGPROB_TOKEN_IDS):
             part = ids[start:start + MAX_LOGPROB_TOKEN_IDS]
-            values, num_prompt_tokens = self._read_slice(read.prompt, part)
+            values, num_prompt_tokens = self._read_slice(read.prompt, part,
+                                                         read.attention_mode)
             logprobs.extend(values)
         return ReadResult(tuple(logprobs), num_prompt_tokens)
 
-    def _read_slice(self, prompt: str, ids) -> tuple[list[float], int]:
+    def _read_slice(self, prompt: str, ids, attention_mode: str) -> tuple[list[float], int]:
         body = {"model": self.model, "prompt": prompt, "max_tokens": 1, "temperature": 0.0,
                 "logprobs": 1, "logprob_token_ids": list(ids),
                 "return_tokens_as_token_ids": True, "add_special_tokens": False}
+        if attention_mode == TWO_WAY:  # the engine plugin's per-request flag (a string)
+            body["vllm_xargs"] = {"attention_mode": TWO_WAY}
         doc = self._checked("POST", "/v1/completions", body)
         try:
             top = doc["choices"][0]["logprobs"]["top_logprobs"][0]
@@ -115,7 +119,10 @@ class Engine:
 
     def read_all(self, reads: list[Read]) -> list[ReadResult]:
         """The first read alone fills vLLM's prefix cache with the shared state; the others
-        then run concurrently and reuse it instead of each prefilling the state again."""
+        then run concurrently and reuse it instead of each prefilling the state again.
+        Two-way reads never touch the prefix cache, so they all run concurrently."""
+        if reads[0].attention_mode == TWO_WAY:
+            return self.map(self.read, reads)
         first = self.read(reads[0])
         return [first] + self.map(self.read, reads[1:])
 

@@ -37,6 +37,13 @@ class InvalidRequest(OnepassError):
         self.problems = tuple(problems)
 
 
+class BadRequest(OnepassError):
+    """A well-formed request this server cannot honour as asked (e.g. a two-way read without the
+    engine plugin, or two different attention modes)."""
+    status = 400
+    error_type = "invalid_request_error"
+
+
 class AuthMissing(OnepassError):
     status = 403
     error_type = "authentication_error"

@@ -7,7 +7,7 @@ The question id is never part of a prompt; each prompt depends only on its own q
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .config import Profile
 from .decision import CHOICE, NOUL, Decision, Question, Read
@@ -30,7 +30,8 @@ def wrap_chat(profile: Profile, system: str, user: str) -> str:
 
 
 def layout(decision: Decision, profile: Profile, labels: LabelSet) -> list[Read]:
-    return [_read(decision.state, q, profile, labels) for q in decision.questions]
+    return [replace(_read(decision.state, q, profile, labels),
+                    attention_mode=decision.attention_mode) for q in decision.questions]
 
 
 def _read(state: str, q: Question, profile: Profile, labels: LabelSet) -> Read:

@@ -1,18 +1,24 @@
 """Start-up guard: prove that vLLM serves what the profile describes before any answer.
 
 Owns: the checks run once at start-up (served model name, tokenizer contract, chat template
-equivalence, single-token labels at the answer slot) and the verified LabelSet they yield.
+equivalence, single-token labels at the answer slot, whether two-way reading is live and matches
+the profile's reference answers) and the verified LabelSet they yield.
 Never: answers requests; a failed check is final until restart (GuardFailed with the reason).
 In: an Engine and the Profile. Out: a LabelSet.
 """
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 from .config import Profile
+from .decision import CAUSAL, NOUL, TWO_WAY, Decision, Option, Question
 from .engine import Engine
-from .layout import LabelSet, wrap_chat
+from .layout import LabelSet, layout, wrap_chat
+
+TWO_WAY_MIN_SHIFT = 1e-3  # nats; fp32 reruns of one read agree to ~1e-6, two-way moves 1-12
+REFERENCE_TOLERANCE = 0.05  # probability, per label
 
 
 class GuardFailed(Exception):
@@ -76,6 +82,44 @@ def verified_labels(engine: Engine, profile: Profile) -> LabelSet:
     return LabelSet(noul=tuple(zip(profile.noul_labels, fixed_ids[:2])),
                     choice=tuple(choice),
                     score=tuple(zip(profile.score_labels, fixed_ids[2:])))
+
+
+def probe_reads(profile: Profile, labels: LabelSet, probe: dict):
+    """The probe as a one-noul decision, laid out exactly like a request, in both modes."""
+    question = Question(NOUL, probe["question"], (Option("true", None), Option("false", None)))
+    return [layout(Decision("probe", probe["state"], (question,), mode), profile, labels)[0]
+            for mode in (CAUSAL, TWO_WAY)]
+
+
+def two_way_live(engine: Engine, profile: Profile, labels: LabelSet) -> bool:
+    """True when every probe reads differently two-way (the plugin is live), False when none
+    does (stock vLLM ignores the flag). Raises GuardFailed on a mixed result, on a reference
+    answer further than REFERENCE_TOLERANCE, or when the profile needs two-way and it is off."""
+    shifted = []
+    for probe in profile.two_way_probes:
+        one_way, two_way = engine.map(engine.read, probe_reads(profile, labels, probe))
+        shift = max(abs(a - b) for a, b in zip(one_way.label_logprobs, two_way.label_logprobs))
+        shifted.append(shift > TWO_WAY_MIN_SHIFT)
+        if shifted[-1] and probe["reference"] is not None:
+            got = _probabilities(two_way.label_logprobs)
+            if max(abs(g - r) for g, r in zip(got, probe["reference"])) > REFERENCE_TOLERANCE:
+                raise GuardFailed(f"two-way probe {probe['question']!r} read {got}, the profile's "
+                                  f"reference is {probe['reference']} (tolerance "
+                                  f"{REFERENCE_TOLERANCE})")
+    live = bool(shifted) and all(shifted)
+    if any(shifted) and not live:
+        raise GuardFailed(f"two-way reading changed only {sum(shifted)} of {len(shifted)} probes")
+    if profile.attention_mode == TWO_WAY and not live:
+        raise GuardFailed("this profile reads two-way by default, but vLLM answers two-way "
+                          "probes exactly like one-way ones: the onepass engine plugin is not "
+                          "loaded (see serve.sh and engine/)")
+    return live
+
+
+def _probabilities(logprobs) -> list[float]:
+    top = max(logprobs)
+    weights = [math.exp(v - top) for v in logprobs]
+    return [w / math.fsum(weights) for w in weights]
 
 
 def run_guard(engine: Engine, profile: Profile, root: Path) -> LabelSet:

@@ -67,4 +67,5 @@ def outcome(decision: Decision, reads: list[Read], results: list[ReadResult],
             temperature: float) -> Outcome:
     answers = tuple(answer(q, r, res, temperature)
                     for q, r, res in zip(decision.questions, reads, results))
-    return Outcome(answers, sum(res.num_prompt_tokens for res in results))
+    return Outcome(answers, sum(res.num_prompt_tokens for res in results),
+                   decision.attention_mode)

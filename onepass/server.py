@@ -21,11 +21,12 @@ from pathlib import Path
 from . import readout, systemone, transport
 from .config import Settings
 from .engine import Engine
-from .errors import (AuthInvalid, AuthMissing, EngineUnavailable, MethodNotAllowed, NotFound,
-                     NotReady, OnepassError, Overloaded)
+from .decision import CAUSAL, TWO_WAY
+from .errors import (AuthInvalid, AuthMissing, BadRequest, EngineUnavailable, MethodNotAllowed,
+                     NotFound, NotReady, OnepassError, Overloaded)
 from .layout import layout
-from .probes import GuardFailed, run_guard
-from .warmup import WARMUP_BODIES
+from .probes import GuardFailed, run_guard, two_way_live
+from .warmup import warmup_bodies
 
 log = logging.getLogger("onepass")
 WARMING, READY, FAILED = "warming", "ready", "failed"
@@ -43,6 +44,7 @@ class Service:
                              timeout_s=settings.engine_timeout_s,
                              num_connections=settings.engine_connections)
         self.labels = None
+        self.two_way = False  # set by the start-up probe: the engine plugin reads two-way
         self.phase, self.reason = WARMING, "waiting for vLLM"
         self.slots = threading.BoundedSemaphore(settings.max_in_flight)
 
@@ -53,7 +55,8 @@ class Service:
                                     headers.get("Content-Type", ""))
         decision, ids = systemone.parse(body, max_choice_options=self.max_choice_options,
                                         max_questions=self.settings.max_questions,
-                                        resolve_model=self.resolve_model)
+                                        resolve_model=self.resolve_model,
+                                        resolve_mode=self.resolve_mode)
         reads = layout(decision, self.profile, self.labels)
         results = self.engine.read_all(reads)
         outcome = readout.outcome(decision, reads, results, self.profile.temperature)
@@ -68,12 +71,22 @@ class Service:
             return self.profile.model_name
         return None
 
+    def resolve_mode(self, requested: str | None) -> str:
+        mode = requested or self.profile.attention_mode
+        if mode == TWO_WAY and not self.two_way:
+            raise BadRequest("two-way (bidirectional) reading needs the onepass engine plugin, "
+                             "and this server's vLLM does not run it; ask for attention_mode "
+                             "causal, or start vLLM with the plugin (serve.sh does by default)")
+        return mode
+
     # -- readiness --------------------------------------------------------------------
     def warm_up(self, poll_s: float = 1.0) -> None:
         """Guard, then every question type through the full path; only then ready."""
         while self.labels is None:
             try:
-                self.labels = run_guard(self.engine, self.profile, self.root)
+                labels = run_guard(self.engine, self.profile, self.root)
+                self.two_way = two_way_live(self.engine, self.profile, labels)
+                self.labels = labels
             except EngineUnavailable as e:  # not up yet: keep waiting, /health says why
                 self.reason = f"waiting for vLLM: {e.message}"
                 time.sleep(poll_s)
@@ -81,13 +94,13 @@ class Service:
                 return self._fail(f"start-up check failed: {getattr(e, 'message', e)}")
         self.reason = "warming up every question type"
         try:
-            for body in WARMUP_BODIES:
+            for body in warmup_bodies(self.two_way):
                 self.decide(json.dumps(body).encode(), {})
         except OnepassError as e:
             return self._fail(f"warm-up request failed: {e.message}")
         self.phase, self.reason = READY, ""
-        log.info("ready: %s via %s, %d choice labels", self.profile.model_name,
-                 self.settings.vllm, len(self.labels.choice))
+        log.info("ready: %s via %s, %d choice labels, two-way %s", self.profile.model_name,
+                 self.settings.vllm, len(self.labels.choice), "on" if self.two_way else "off")
 
     def _fail(self, reason: str) -> None:
         self.phase, self.reason = FAILED, reason
@@ -97,7 +110,9 @@ class Service:
         if "live=1" in query.split("&"):
             return 200, {"status": "live"}
         if self.phase == READY:
-            return 200, {"status": "ok", "warming": False, "model": self.profile.model_name}
+            return 200, {"status": "ok", "warming": False, "model": self.profile.model_name,
+                         "attention_modes": [CAUSAL, TWO_WAY] if self.two_way else [CAUSAL],
+                         "default_attention_mode": self.profile.attention_mode}
         return 503, {"status": self.phase, "warming": self.phase == WARMING, "reason": self.reason}
 
     def models(self) -> dict:
@@ -182,7 +197,9 @@ class Handler(BaseHTTPRequestHandler):
         service: Service = self.server.service
         try:
             raw = transport.read_body(self.headers, self.rfile, service.settings.max_body_bytes)
-            return (*service.route(method, path, query, self.headers, raw), {})
+            status, doc = service.route(method, path, query, self.headers, raw)
+            mode = doc.get("x_attention_mode")
+            return status, doc, {"x-onepass-attention-mode": mode} if mode else {}
         except OnepassError as e:
             self.close_connection = self.close_connection or e.status == 413  # body unread
             return render_error(e)

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import json
 
-from .decision import CHOICE, KINDS, NOUL, SCORE, Decision, Option, Outcome, Question
-from .errors import InvalidRequest, NotFound, OnepassError, Problem
+from .decision import (CHOICE, KINDS, MODE_NAMES, NOUL, SCORE, Decision, Option, Outcome,
+                       Question)
+from .errors import BadRequest, InvalidRequest, NotFound, OnepassError, Problem
 
 QUESTION_KEYS = {"type", "instructions", "criteria"}
 MIN_LEVELS, MAX_LEVELS = 2, 10
@@ -46,7 +47,23 @@ class _Checker:
         return render_text(value)
 
 
-def parse(body, *, max_choice_options: int, max_questions: int, resolve_model):
+def requested_modes(body: dict, check: _Checker) -> set[str]:
+    """The modes named by `attention_mode` at top level and in `kwargs` (empty: neither)."""
+    kwargs = body.get("kwargs")
+    found = {}
+    for loc, holder in ((("attention_mode",), body),
+                        (("kwargs", "attention_mode"), kwargs if isinstance(kwargs, dict) else {})):
+        if "attention_mode" in holder:
+            value = holder["attention_mode"]
+            if value not in MODE_NAMES:
+                check.add(loc, f"attention_mode must be one of {', '.join(MODE_NAMES)}; "
+                          f"got {value!r}", "enum")
+            else:
+                found[loc] = MODE_NAMES[value]
+    return set(found.values())
+
+
+def parse(body, *, max_choice_options: int, max_questions: int, resolve_model, resolve_mode):
     """Validate a /v1/systemone body; return (Decision, question ids in request order)."""
     check = _Checker()
     if not isinstance(body, dict):
@@ -64,12 +81,17 @@ def parse(body, *, max_choice_options: int, max_questions: int, resolve_model):
         check.add(("assets",), "this server's model reads text only; image assets need a "
                   "vision-language model profile", "unsupported")
     ids, questions = _questions(body.get("questions"), check, max_choice_options, max_questions)
+    modes = requested_modes(body, check)
     if check.problems:
         raise InvalidRequest(check.problems)
+    if len(modes) > 1:
+        raise BadRequest("attention_mode and kwargs.attention_mode name different modes "
+                         f"({' and '.join(sorted(modes))}); send one")
     concrete = resolve_model(model)
     if concrete is None:
         raise NotFound(f"Unknown model: {model}")
-    return Decision(model=concrete, state=render_text(state), questions=tuple(questions)), ids
+    return Decision(model=concrete, state=render_text(state), questions=tuple(questions),
+                    attention_mode=resolve_mode(next(iter(modes), None))), ids
 
 
 def _questions(raw, check, max_choice_options, max_questions):
@@ -184,7 +206,8 @@ def render(outcome: Outcome, decision: Decision, ids: list[str], body: dict) -> 
                             "probabilities": {str(j): p for j, p in enumerate(a.probabilities)},
                             "confidence": a.confidence}
     return {"model": decision.model, "answers": answers,
-            "usage": {"input_tokens": outcome.num_input_tokens, "output_tokens": 0}}
+            "usage": {"input_tokens": outcome.num_input_tokens, "output_tokens": 0},
+            "x_attention_mode": outcome.attention_mode}
 
 
 def render_error(err: OnepassError) -> dict:

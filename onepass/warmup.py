@@ -2,6 +2,8 @@
 
 Owns: the fixed warm-up bodies. Never: runs them (server.Service.warm_up does).
 """
+from __future__ import annotations
+
 STATE = "Order 4471: the customer was charged twice and asks for one charge to be refunded."
 
 WARMUP_BODIES = (
@@ -19,3 +21,13 @@ WARMUP_BODIES = (
                    "team": {"type": "choice", "criteria": {"billing": None, "tech": None}},
                    "anger": {"type": "score", "criteria": ["Calm", "Annoyed", "Furious"]}}},
 )
+
+
+def warmup_bodies(two_way: bool) -> tuple[dict, ...]:
+    """Every question type in the default mode; with two-way live, both modes explicitly too
+    (on a GPU the two-way kernel variant compiles on first use: not on a client's clock)."""
+    if not two_way:
+        return WARMUP_BODIES
+    last = WARMUP_BODIES[-1]
+    return WARMUP_BODIES + tuple({**last, "attention_mode": mode}
+                                 for mode in ("bidirectional", "causal"))

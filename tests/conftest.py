@@ -17,6 +17,13 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # the tests read onepass/ and tools/ from the checkout
 KEEP = {"ONEPASS_VENV", "ONEPASS_CACHE"}  # where things are installed; other settings are the tests'
+CACHE = Path(os.environ.get("ONEPASS_CACHE") or Path.home() / ".cache" / "onepass")
+SMOLLM2 = CACHE / "models" / "smollm2-135m-instruct"
+# Every vLLM in the tests (serve.sh's and the extra ones) runs with these flags on top of
+# serve.sh's CPU flags: a small one-step budget (the two-way limit is then reachable) and
+# cached-token counts in `usage` (to observe the prefix cache).
+VLLM_TEST_ARGS = ("--max-num-batched-tokens", "1024", "--enable-prompt-tokens-details")
+CPU_ARGS = ("--dtype", "float32", "--enforce-eager", "--max-model-len", "4096")
 
 
 def clean_env() -> dict:
@@ -82,7 +89,8 @@ def launch_serve(log_dir, until: str) -> tuple[subprocess.Popen, list]:
     """serve.sh on free ports, its output read until a line starting with `until` (or EOF)."""
     env = clean_env()
     env.update(ONEPASS_PORT=str(free_port()), ONEPASS_VLLM_PORT=str(free_port()),
-               ONEPASS_LOG_DIR=str(log_dir), ONEPASS_DEVICE="cpu")
+               ONEPASS_LOG_DIR=str(log_dir), ONEPASS_DEVICE="cpu",
+               ONEPASS_VLLM_ARGS=" ".join(VLLM_TEST_ARGS))
     proc = subprocess.Popen(["bash", str(ROOT / "serve.sh")], env=env, cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     output = []
@@ -109,3 +117,56 @@ def stack(tmp_path_factory):
     if proc.poll() is None:
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=120)
+
+
+@dataclass
+class Vllm:
+    url: str
+    proc: subprocess.Popen
+    log: Path
+
+    def stop(self):
+        """The whole process group (API server and engine core), which we started."""
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+
+
+def start_vllm(model: Path, served_name: str, args, plugins: str, log: Path,
+               timeout: float = 600) -> Vllm:
+    """A vLLM CPU server like serve.sh's, with VLLM_PLUGINS chosen ("" = stock vLLM)."""
+    port = free_port()
+    env = clean_env()
+    env.update(VLLM_PLUGINS=plugins, HF_HUB_OFFLINE="1", VLLM_CPU_KVCACHE_SPACE="1",
+               VLLM_CPU_OMP_THREADS_BIND=f"0-{os.cpu_count() - 1}")
+    cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model),
+           "--served-model-name", served_name, "--host", "127.0.0.1", "--port", str(port), *args]
+    with open(log, "w") as out:
+        proc = subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+    server = Vllm(f"http://127.0.0.1:{port}", proc, log)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"vLLM exited ({proc.returncode}):\n" + log.read_text()[-3000:])
+        try:
+            if request(server.url, "GET", "/v1/models", timeout=5)[0] == 200:
+                return server
+        except (OSError, ValueError):
+            pass
+        time.sleep(1)
+    server.stop()
+    raise RuntimeError("vLLM did not start in time:\n" + log.read_text()[-3000:])
+
+
+@pytest.fixture(scope="session")
+def stock(tmp_path_factory):
+    """Stock vLLM (no plugin) with the same model and flags as the session's vLLM."""
+    server = start_vllm(SMOLLM2, "smollm2-135m-instruct", (*CPU_ARGS, *VLLM_TEST_ARGS), "",
+                        tmp_path_factory.mktemp("stock") / "vllm.log")
+    yield server
+    server.stop()

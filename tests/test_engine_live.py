@@ -1,0 +1,134 @@
+"""The engine plugin against real vLLM: the session's vLLM (serve.sh, plugin loaded) and a stock
+vLLM started here with the same flags (VLLM_PLUGINS=""), with HF transformers as the reference
+for two-way reads. Nothing here stands in for the engine."""
+import concurrent.futures as cf
+
+import pytest
+
+import hf_reference
+from conftest import SMOLLM2
+from engine_calls import (LABELS, PROMPTS, cached_tokens, complete, label_logprobs, tokenize,
+                          unique)
+
+TWO_WAY = "bidirectional"
+FILLER = " The order history lists every payment, refund and message in date order." * 40
+
+
+
+def ok(response) -> dict:
+    status, _, doc = response
+    assert status == 200, doc
+    return doc
+
+
+def test_unflagged_reads_are_bit_identical_to_stock(stack, stock):
+    """engine: without the flag, label log-probs and the sampled token equal stock vLLM's."""
+    for prompt in PROMPTS:
+        ours, theirs = ok(complete(stack.vllm_url, prompt)), ok(complete(stock.url, prompt))
+        assert label_logprobs(ours) == label_logprobs(theirs)
+        assert ours["choices"][0]["text"] == theirs["choices"][0]["text"]
+
+
+def test_unflagged_reads_in_batches_mixed_with_flagged_ones(stack, stock):
+    """engine: unflagged rows batched beside two-way rows still equal stock vLLM bit for bit."""
+    plain = [unique(p) for p in PROMPTS * 2]
+    flagged = [unique(p) for p in PROMPTS * 2]
+    want = [label_logprobs(ok(complete(stock.url, p))) for p in plain]
+    with cf.ThreadPoolExecutor(len(plain) + len(flagged)) as pool:
+        got = [pool.submit(complete, stack.vllm_url, p) for p in plain]
+        two_way = [pool.submit(complete, stack.vllm_url, p, TWO_WAY) for p in flagged]
+        got = [label_logprobs(ok(f.result())) for f in got]
+        two_way = [label_logprobs(ok(f.result())) for f in two_way]
+    assert got == want
+    causal = [label_logprobs(ok(complete(stock.url, p))) for p in flagged]
+    assert all(max(abs(a - b) for a, b in zip(t, c)) > 0.05 for t, c in zip(two_way, causal))
+
+
+@pytest.mark.parametrize("prompt", PROMPTS)
+def test_two_way_equals_hf_with_a_full_mask(stack, prompt):
+    """engine: flagged label log-probs equal HF transformers with an all-zero additive mask
+    (fp32, within 1e-4 nats) and differ from the causal read; causal equals HF causal."""
+    ids = tokenize(stack.vllm_url, prompt)
+    two_way = label_logprobs(ok(complete(stack.vllm_url, ids, TWO_WAY)))
+    causal = label_logprobs(ok(complete(stack.vllm_url, ids)))
+    ref_two = hf_reference.next_token_logprobs(str(SMOLLM2), ids, LABELS, two_way=True)
+    ref_one = hf_reference.next_token_logprobs(str(SMOLLM2), ids, LABELS, two_way=False)
+    assert max(abs(a - b) for a, b in zip(two_way, ref_two)) <= 1e-4, (two_way, ref_two)
+    assert max(abs(a - b) for a, b in zip(causal, ref_one)) <= 1e-4, (causal, ref_one)
+    assert max(abs(a - b) for a, b in zip(two_way, causal)) > 0.05
+
+
+def test_two_way_neither_reads_nor_writes_the_prefix_cache(stack):
+    """engine: cached_tokens stays 0 for flagged reads; unflagged reads still hit the cache."""
+    prompt = unique(PROMPTS[1].replace("Record:\n", "Record:\n" + FILLER))
+    first = ok(complete(stack.vllm_url, prompt, TWO_WAY))
+    assert cached_tokens(first) == 0
+    assert cached_tokens(ok(complete(stack.vllm_url, prompt))) == 0  # nothing was published
+    assert cached_tokens(ok(complete(stack.vllm_url, prompt))) > 0  # unflagged: cached
+    again = ok(complete(stack.vllm_url, prompt, TWO_WAY))
+    assert cached_tokens(again) == 0  # the causal blocks in the cache were not read
+    assert label_logprobs(again) == label_logprobs(first)
+
+
+def test_two_way_returns_exactly_one_token(stack):
+    """engine: a flagged request stops after one token whatever max_tokens says."""
+    doc = ok(complete(stack.vllm_url, unique(PROMPTS[0]), TWO_WAY, max_tokens=8))
+    assert doc["usage"]["completion_tokens"] == 1
+    assert doc["choices"][0]["finish_reason"] == "length"
+
+
+def test_over_budget_two_way_prompt_is_a_400(stack):
+    """engine: a flagged prompt longer than --max-num-batched-tokens is refused, saying why;
+    the same prompt unflagged is chunked and answered."""
+    prompt = unique(PROMPTS[1].replace("Record:\n", "Record:\n" + FILLER * 2))
+    n = len(tokenize(stack.vllm_url, prompt))
+    assert 1024 < n < 4096
+    status, _, doc = complete(stack.vllm_url, prompt, TWO_WAY)
+    assert status == 400, doc
+    assert "one-step budget of 1024" in doc["error"]["message"]
+    assert str(n) in doc["error"]["message"]
+    ok(complete(stack.vllm_url, prompt))
+
+
+def test_unknown_mode_is_a_400(stack):
+    status, _, doc = complete(stack.vllm_url, PROMPTS[0], "sideways")
+    assert status == 400 and "attention_mode" in doc["error"]["message"]
+
+
+def test_two_way_waits_for_a_whole_step_beside_a_chunked_prefill(stack):
+    """engine: a flagged prompt that arrives while a long prompt is being chunked runs whole:
+    its answer equals the one it gets alone."""
+    long_prompt = unique(PROMPTS[1].replace("Record:\n", "Record:\n" + FILLER * 3))
+    flagged = unique(PROMPTS[2].replace("<|im_start|>user\n", "<|im_start|>user\n" + FILLER))
+    assert 600 < len(tokenize(stack.vllm_url, flagged)) < 1024
+    with cf.ThreadPoolExecutor(2) as pool:
+        chunked = pool.submit(complete, stack.vllm_url, long_prompt)
+        raced = pool.submit(complete, stack.vllm_url, flagged, TWO_WAY)
+        ok(chunked.result())
+        raced = label_logprobs(ok(raced.result()))
+    assert raced == label_logprobs(ok(complete(stack.vllm_url, flagged, TWO_WAY)))
+
+
+@pytest.fixture(scope="module")
+def bf16(tmp_path_factory):
+    """The plugin on SmolLM2 in bf16 (emulated on this AVX2 CPU: slow, but the GPU's dtype)."""
+    from conftest import VLLM_TEST_ARGS, start_vllm
+    args = ("--dtype", "bfloat16", "--enforce-eager", "--max-model-len", "4096", *VLLM_TEST_ARGS)
+    server = start_vllm(SMOLLM2, "smollm2-135m-instruct", args, "onepass_two_way",
+                        tmp_path_factory.mktemp("bf16") / "vllm.log")
+    yield server
+    server.stop()
+
+
+def test_two_way_equals_hf_in_bf16(bf16):
+    """engine: in bf16 the flagged Yes/No log-probs (the labels these prompts ask for) stay
+    within 0.15 nats of HF's bf16 full-mask run. Unlikely ids (log-prob near -14) are left out:
+    bf16 logits there are 0.125 apart, and stock one-way bf16 misses HF by 2 such steps too."""
+    yes_no = LABELS[:2]
+    for prompt in PROMPTS:
+        ids = tokenize(bf16.url, prompt)
+        two_way = label_logprobs(ok(complete(bf16.url, ids, TWO_WAY, labels=yes_no)), yes_no)
+        causal = label_logprobs(ok(complete(bf16.url, ids, labels=yes_no)), yes_no)
+        ref = hf_reference.next_token_logprobs(str(SMOLLM2), ids, yes_no, dtype="bfloat16")
+        assert max(abs(a - b) for a, b in zip(two_way, ref)) <= 0.15, (two_way, ref)
+        assert max(abs(a - b) for a, b in zip(two_way, causal)) > 0.05

@@ -1,0 +1,57 @@
+"""The sha256 manifest that the model builders (build_model.py, build_hybrid.py) share.
+
+Owns: hashing a file, checking a finished build against its SHA256SUMS manifest and the digests
+recorded in the repo, and publishing a build (check, write the manifest, rename into place).
+A finished build is recognised by its manifest and checked, never rebuilt.
+"""
+import hashlib
+import os
+import sys
+from pathlib import Path
+
+MANIFEST = "SHA256SUMS"
+
+
+def sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def verify(out: Path, expected: dict, tool: str) -> bool:
+    """True when OUT holds a finished build whose files match its manifest; exits on damage."""
+    manifest = out / MANIFEST
+    if not manifest.exists():
+        return False
+    for line in manifest.read_text().splitlines():
+        digest, name = line.split(None, 1)
+        if expected.get(name, digest) != digest:
+            sys.exit(f"{tool}: {manifest} records {name} as {digest}, not {expected[name]}")
+        if sha256(out / name) != digest:
+            sys.exit(f"{tool}: {out / name} does not match its recorded sha256; "
+                     f"delete {out} to rebuild")
+    return True
+
+
+def publish(tmp: Path, out: Path, expected: dict, tool: str, hint: str) -> None:
+    """Check the fresh build in TMP against the recorded digests, then move it to OUT."""
+    digests = {p.name: sha256(p) for p in sorted(tmp.iterdir()) if p.is_file()}
+    for name, digest in expected.items():
+        if digests[name] != digest:
+            sys.exit(f"{tool}: {name} built to sha256 {digests[name]}, not the recorded "
+                     f"{digest}; {hint} (partial build left in {tmp})")
+    (tmp / MANIFEST).write_text("".join(f"{d}  {name}\n" for name, d in digests.items()))
+    os.replace(tmp, out)
+
+
+def main(build, expected: dict, tool: str) -> None:
+    """A builder's command line: OUT_DIR is checked if built, else built; then printed."""
+    if len(sys.argv) != 2:
+        sys.exit(f"usage: python tools/{tool}.py OUT_DIR")
+    out = Path(sys.argv[1]).expanduser().resolve()
+    if not verify(out, expected, tool):
+        out.parent.mkdir(parents=True, exist_ok=True)
+        build(out)
+    print(out)

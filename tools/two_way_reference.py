@@ -1,0 +1,56 @@
+"""Reference answers for a profile's two-way start-up probes, from HF transformers.
+
+Usage: .venv/bin/python tools/two_way_reference.py [PROFILE] [--write]
+Lays out each probe exactly as the shim does (onepass.layout), tokenizes it with the model's own
+tokenizer, reads the noul labels with tests/hf_reference.py in fp32 with a full (all-zero)
+additive mask, and prints [P(yes), P(no)] renormalised over the two labels. --write stores them
+in serve_config.json, where the shim's start-up probe compares vLLM's two-way reads with them.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+
+from onepass.config import load_profile  # noqa: E402
+from onepass.layout import LabelSet  # noqa: E402
+from onepass.probes import probe_reads  # noqa: E402
+
+MODEL_DIRS = {"smollm2-135m": "~/.cache/onepass/models/smollm2-135m-instruct"}
+
+
+def main(argv: list[str]) -> int:
+    import hf_reference
+    from transformers import AutoTokenizer
+    name = next((a for a in argv if not a.startswith("--")), "smollm2-135m")
+    _, profile = load_profile(str(ROOT / "serve_config.json"), name)
+    model_dir = os.path.expanduser(MODEL_DIRS[name])
+    tok = AutoTokenizer.from_pretrained(model_dir)
+    yes, no = (tok.encode(label, add_special_tokens=False)[0] for label in profile.noul_labels)
+    labels = LabelSet(noul=((profile.noul_labels[0], yes), (profile.noul_labels[1], no)),
+                      choice=(), score=())
+    refs = []
+    for probe in profile.two_way_probes:
+        _, two_way = probe_reads(profile, labels, probe)
+        ids = tok.encode(two_way.prompt, add_special_tokens=False)
+        lp = hf_reference.next_token_logprobs(model_dir, ids, [yes, no], two_way=True)
+        z = math.fsum(math.exp(v) for v in lp)
+        refs.append([round(math.exp(v) / z, 4) for v in lp])
+        print(f"{probe['question']!r}: {len(ids)} tokens, two-way [P(yes), P(no)] = {refs[-1]}")
+    if "--write" in argv:
+        path = ROOT / "serve_config.json"
+        doc = json.loads(path.read_text())
+        for probe, ref in zip(doc["profiles"][name]["two_way_probes"], refs):
+            probe["reference"] = ref
+        path.write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n")
+        print(f"wrote the references into {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
