@@ -16,7 +16,10 @@ def check_response(request: dict, doc: dict, raw: bytes | None = None):
     """Every MUST/SHOULD response row: envelope, usage, ids, types, closed fields, formulas."""
     if raw is not None:
         json.loads(raw, parse_constant=lambda c: (_ for _ in ()).throw(AssertionError(c)))
-    assert set(doc) == {"model", "answers", "usage"}, set(doc)
+    # response.extensions: beyond the contract's keys, only x_-prefixed ones; ours says how
+    # the answers were read.
+    assert set(doc) == {"model", "answers", "usage", "x_attention_mode"}, set(doc)
+    assert doc["x_attention_mode"] in ("causal", "bidirectional")
     assert isinstance(doc["model"], str)
     usage = doc["usage"]
     for key in ("input_tokens", "output_tokens"):
