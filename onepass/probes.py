@@ -9,13 +9,13 @@ In: an Engine and the Profile. Out: a LabelSet.
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
 from .config import Profile
 from .decision import CAUSAL, NOUL, TWO_WAY, Decision, Option, Question
 from .engine import Engine
 from .layout import LabelSet, layout, wrap_chat
+from .readout import label_distribution
 
 TWO_WAY_MIN_SHIFT = 1e-3  # nats; fp32 reruns of one read agree to ~1e-6, two-way moves 1-12
 REFERENCE_TOLERANCE = 0.05  # probability, per label
@@ -101,7 +101,7 @@ def two_way_live(engine: Engine, profile: Profile, labels: LabelSet) -> bool:
         shift = max(abs(a - b) for a, b in zip(one_way.label_logprobs, two_way.label_logprobs))
         shifted.append(shift > TWO_WAY_MIN_SHIFT)
         if shifted[-1] and probe["reference"] is not None:
-            got = _probabilities(two_way.label_logprobs)
+            got = label_distribution(two_way.label_logprobs)  # uncalibrated, like the reference
             if max(abs(g - r) for g, r in zip(got, probe["reference"])) > REFERENCE_TOLERANCE:
                 raise GuardFailed(f"two-way probe {probe['question']!r} read {got}, the profile's "
                                   f"reference is {probe['reference']} (tolerance "
@@ -114,12 +114,6 @@ def two_way_live(engine: Engine, profile: Profile, labels: LabelSet) -> bool:
                           "probes exactly like one-way ones: the onepass engine plugin is not "
                           "loaded (see serve.sh and engine/)")
     return live
-
-
-def _probabilities(logprobs) -> list[float]:
-    top = max(logprobs)
-    weights = [math.exp(v - top) for v in logprobs]
-    return [w / math.fsum(weights) for w in weights]
 
 
 def run_guard(engine: Engine, profile: Profile, root: Path) -> LabelSet:

@@ -9,7 +9,6 @@ in serve_config.json, where the shim's start-up probe compares vLLM's two-way re
 from __future__ import annotations
 
 import json
-import math
 import os
 import sys
 from pathlib import Path
@@ -20,6 +19,7 @@ sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 from onepass.config import load_profile  # noqa: E402
 from onepass.layout import LabelSet  # noqa: E402
 from onepass.probes import probe_reads  # noqa: E402
+from onepass.readout import label_distribution  # noqa: E402
 
 MODEL_DIRS = {"smollm2-135m": "~/.cache/onepass/models/smollm2-135m-instruct"}
 
@@ -39,8 +39,7 @@ def main(argv: list[str]) -> int:
         _, two_way = probe_reads(profile, labels, probe)
         ids = tok.encode(two_way.prompt, add_special_tokens=False)
         lp = hf_reference.next_token_logprobs(model_dir, ids, [yes, no], two_way=True)
-        z = math.fsum(math.exp(v) for v in lp)
-        refs.append([round(math.exp(v) / z, 4) for v in lp])
+        refs.append([round(p, 4) for p in label_distribution(lp)])
         print(f"{probe['question']!r}: {len(ids)} tokens, two-way [P(yes), P(no)] = {refs[-1]}")
     if "--write" in argv:
         path = ROOT / "serve_config.json"
