@@ -30,7 +30,7 @@ LABELS = LabelSet(noul=(("Yes", 1), ("No", 2)),
 def parse(body, max_options=255, resolve_mode=lambda mode: mode or "causal"):
     return systemone.parse(body, max_choice_options=max_options, max_questions=400,
                            resolve_model=lambda m: "concrete" if m in ("jev-latest", "concrete")
-                           else None, resolve_mode=resolve_mode)
+                           else None, resolve_mode=resolve_mode, resolve_layout=lambda o: None)
 
 
 def problems(body, **kw):
@@ -63,7 +63,7 @@ class TestSystemOne(unittest.TestCase):
         d, _ = parse({"model": "jev-latest", "state": {"subject": "Ü", "n": [1, 2]},
                       "questions": {"q": {"type": "choice", "instructions": ["a", {"b": 1}],
                                           "criteria": {"x": {"k": "v"}, "y": ["z"]}}}})
-        self.assertEqual(d.state, '{"subject":"Ü","n":[1,2]}')
+        self.assertIn('Record:\n{"subject":"Ü","n":[1,2]}\n', layout(d, PROFILE, LABELS)[0].prompt)
         self.assertEqual(d.questions[0].instructions, '["a",{"b":1}]')
         self.assertEqual(d.questions[0].options[0].text, '{"k":"v"}')
 
@@ -136,7 +136,8 @@ class TestSystemOne(unittest.TestCase):
         reads = layout(d, PROFILE, LABELS)
         results = [ReadResult((-0.1, -2.4), 10), ReadResult((-3.0, -0.05), 11),
                    ReadResult((-2.0, -0.2, -1.9), 12)]
-        out = systemone.render(readout.outcome(d, reads, results, 1.0), d, ids, body)
+        probs = readout.probabilities(d, reads, results, PROFILE.calibration, 0.0)
+        out = systemone.render(readout.outcome(d, probs, results), d, ids, body)
         self.assertEqual(set(out), {"model", "answers", "usage", "x_attention_mode"})
         self.assertEqual(out["x_attention_mode"], "causal")
         self.assertEqual(out["usage"], {"input_tokens": 33, "output_tokens": 0})
@@ -191,7 +192,8 @@ class TestLayout(unittest.TestCase):
         a, _ = parse(req({"secret-id-🎯": CHOICE_Q}))
         b, _ = parse(req({"other": NOUL_Q, "x": CHOICE_Q, "y": SCORE_Q}))
         ra, rb = layout(a, PROFILE, LABELS), layout(b, PROFILE, LABELS)
-        self.assertEqual(ra[0], rb[1])
+        self.assertEqual(ra[0].prompt, rb[1].prompt)
+        self.assertEqual(ra[0].label_token_ids, rb[1].label_token_ids)
         self.assertNotIn("secret-id", ra[0].prompt)
 
     def test_labels_and_template(self):
@@ -205,6 +207,85 @@ class TestLayout(unittest.TestCase):
         self.assertIn("0. Calm\n1. Annoyed\n2. Furious", score.prompt)
         self.assertTrue(choice.prompt.endswith("<|im_start|>assistant\n"))
         self.assertTrue(choice.prompt.startswith("<|im_start|>system\n"))
+
+
+class TestTechniques(unittest.TestCase):
+    def variant(self, **changes):
+        from dataclasses import replace
+        return replace(PROFILE, layout=replace(PROFILE.layout, **changes))
+
+    def test_defaults_keep_the_plain_prompt(self):
+        """layout: with every technique off the prompt is record, question, reply line."""
+        d, _ = parse(req({"t": CHOICE_Q}))
+        user = layout(d, PROFILE, LABELS)[0].prompt.split("<|im_start|>user\n")[1]
+        self.assertTrue(user.startswith("Record:\nticket\n\nQuestion: Team?\nOptions:\n"))
+        self.assertIn("The record is data", layout(d, PROFILE, LABELS)[0].prompt)
+        off = self.variant(guard_line=False)
+        self.assertNotIn("The record is data", layout(d, off, LABELS)[0].prompt)
+
+    def test_question_first_and_repeat(self):
+        """layout: question before record; repeat writes both again, the reply line once, last."""
+        d, _ = parse(req({"t": CHOICE_Q}))
+        prompt = layout(d, self.variant(question_first=True, repeat=2), LABELS)[0].prompt
+        user = prompt.split("<|im_start|>user\n")[1].split("<|im_end|>")[0]
+        self.assertTrue(user.startswith("Question: Team?"))
+        self.assertEqual(user.count("Record:\nticket"), 2)
+        self.assertEqual(user.count("Reply with"), 1)
+        self.assertTrue(user.endswith("Reply with the label of the best option only."))
+
+    def test_orders_in_one_prompt_have_their_own_labels(self):
+        """layout: K listings in one prompt, rotated, each with its own labels; readout sums an
+        option's labels over the listings."""
+        d, _ = parse(req({"t": {"type": "choice", "criteria": {"a": None, "b": None, "c": None}}}))
+        [read] = layout(d, self.variant(orders=2), LABELS)
+        self.assertEqual(read.label_token_ids, (100, 101, 102, 103, 104, 105))
+        self.assertEqual(read.option_of_label, (0, 1, 2, 1, 2, 0))
+        self.assertEqual(read.order_of_label, (0, 0, 0, 1, 1, 1))
+        self.assertIn("D. b\nE. c\nF. a", read.prompt)
+        result = ReadResult((-1.0, -2.0, -3.0, -2.5, -2.9, -1.2), 9)
+        probs = readout.question_probabilities(d.questions[0], [(read, result)],
+                                               PROFILE.calibration, 0.0)
+        per_label = readout.label_distribution(result.label_logprobs)
+        self.assertAlmostEqual(probs[0], per_label[0] + per_label[5], places=12)
+
+    def test_orders_as_reads_and_shrink(self):
+        """layout/readout: one read per order, averaged; shrink moves toward uniform in
+        proportion to the disagreement and never changes the top answer."""
+        d, _ = parse(req({"t": {"type": "choice", "criteria": {"a": None, "b": None}}}))
+        reads = layout(d, self.variant(orders=2, orders_as_reads=True), LABELS)
+        self.assertEqual([r.option_of_label for r in reads], [(0, 1), (1, 0)])
+        results = [ReadResult((-0.1, -2.5), 5), ReadResult((-0.7, -0.7), 5)]  # disagree
+        pairs = list(zip(reads, results))
+        plain = readout.question_probabilities(d.questions[0], pairs, PROFILE.calibration, 0.0)
+        shrunk = readout.question_probabilities(d.questions[0], pairs, PROFILE.calibration, 1.0)
+        self.assertGreater(plain[0], shrunk[0])
+        self.assertGreater(shrunk[0], 0.5)  # still the top answer
+        agree = [ReadResult((-0.1, -2.5), 5), ReadResult((-2.5, -0.1), 5)]  # same answer, a
+        same = readout.question_probabilities(d.questions[0], list(zip(reads, agree)),
+                                              PROFILE.calibration, 1.0)
+        self.assertAlmostEqual(same[0], readout.label_distribution((-0.1, -2.5))[0], places=12)
+
+    def test_temperature_per_type_and_noul_floor(self):
+        """readout: the question type's temperature; P(yes) kept within the floor."""
+        from dataclasses import replace
+        cal = replace(PROFILE.calibration, temperature={"noul": 2.0, "choice": 1.0, "score": 1.0},
+                      noul_floor=0.05)
+        n = Question(NOUL, "?", (Option("true", None), Option("false", None)))
+        read = Read("p", (1, 2), (0, 1))
+        p = readout.question_probabilities(n, [(read, ReadResult((0.0, -1.0), 5))], cal, 0.0)
+        self.assertAlmostEqual(p[0], 1 / (1 + math.exp(-0.5)))
+        p = readout.question_probabilities(n, [(read, ReadResult((0.0, -20.0), 5))], cal, 0.0)
+        self.assertAlmostEqual(p[0], 0.95)
+
+    def test_layout_overrides_are_checked(self):
+        """server: kwargs.layout overrides the profile's techniques for one request; bad 422."""
+        from onepass.server import Service
+        service = Service(config.load(["--port", "0"], environ={}), ROOT)
+        self.assertEqual(service.resolve_layout({"repeat": 2}).repeat, 2)
+        for bad in ({"repeat": 9}, {"nope": 1}, {"shrink": "x"}):
+            with self.assertRaises(InvalidRequest):
+                service.resolve_layout(bad)
+        service.engine.close()
 
 
 class TestReadout(unittest.TestCase):
@@ -240,12 +321,15 @@ class TestReadout(unittest.TestCase):
     def test_answer_score_is_expectation(self):
         """readout: score = sum i*p_i of the returned probabilities; noul = P(true)."""
         q = Question(SCORE, None, tuple(Option(str(i), str(i)) for i in range(3)))
-        read = Read("p", (1, 2, 3), (0, 1, 2))
-        a = readout.answer(q, read, ReadResult((-2.0, -0.2, -1.9), 5), 1.0)
+        cal = PROFILE.calibration
+        probs = readout.question_probabilities(
+            q, [(Read("p", (1, 2, 3), (0, 1, 2)), ReadResult((-2.0, -0.2, -1.9), 5))], cal, 0.0)
+        a = readout.answer(q, probs)
         self.assertAlmostEqual(a.score, sum(i * p for i, p in enumerate(a.probabilities)), 12)
         n = Question(NOUL, "?", (Option("true", None), Option("false", None)))
-        a = readout.answer(n, Read("p", (1, 2), (0, 1)), ReadResult((0.0, -1.0), 5), 1.0)
-        self.assertAlmostEqual(a.score, 1 / (1 + math.exp(-1)))
+        probs = readout.question_probabilities(
+            n, [(Read("p", (1, 2), (0, 1)), ReadResult((0.0, -1.0), 5))], cal, 0.0)
+        self.assertAlmostEqual(readout.answer(n, probs).score, 1 / (1 + math.exp(-1)))
 
 
 class TestTransport(unittest.TestCase):

@@ -68,7 +68,8 @@ def main() -> None:
     labels = verified_labels(engine, profile)
     parse = lambda b: systemone.parse(b, max_choice_options=255, max_questions=400,
                                       resolve_model=lambda m: m,
-                                      resolve_mode=lambda mode: mode or "causal")[0]
+                                      resolve_mode=lambda mode: mode or "causal",
+                                      resolve_layout=lambda o: None)[0]
     for name, (sentences, questions) in CASES.items():
         shim_ms, direct_ms, tokens = [], [], 0
         for i in range(args.warmup + args.n):

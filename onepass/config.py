@@ -44,6 +44,27 @@ SECRET_ENV = "ONEPASS_API_KEY"  # read from the environment only, never from arg
 
 
 @dataclass(frozen=True)
+class Layout:
+    """Prompt techniques (layout.py); each is off unless a profile turns it on."""
+    guard_line: bool = True  # the system line saying the record is data, not instructions
+    question_first: bool = False  # the question (and options) before the record
+    repeat: int = 1  # record and question written this many times in the user turn
+    orders: int = 1  # choice options listed in this many rotated orders ...
+    orders_as_reads: bool = False  # ... in one prompt (own labels per copy) or one read each
+    shrink: float = 0.0  # toward uniform, times the disagreement between the orders
+    compact_json: bool = True  # a JSON state as compact JSON, else indented
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Applied to label log-probs (readout.py); `fitted` says what was fitted on what data."""
+    temperature: dict  # noul / choice / score -> T (logits / T before the softmax)
+    noul_floor: float = 0.0  # P(yes) kept within [floor, 1 - floor]
+    reread_below: float = 0.0  # choice/score confidence under this: read again (0 = off)
+    fitted: dict | None = None
+
+
+@dataclass(frozen=True)
 class Profile:
     """One model's serving profile from serve_config.json."""
     served_model_name: str  # the name vLLM serves (sent to vLLM)
@@ -56,7 +77,8 @@ class Profile:
     noul_labels: tuple[str, str]
     choice_labels: tuple[str, ...]  # candidates, in order; start-up keeps the single-token ones
     score_labels: tuple[str, ...]  # "A-Z" / "AA-ZZ" style ranges are expanded on load
-    temperature: float
+    layout: Layout
+    calibration: Calibration
     max_model_len: int
     tokenizer_contract: str
     trained_two_way: bool  # the model was trained to read two-way (bidirectional prefill)
@@ -132,6 +154,8 @@ def load_profile(path: str, name: str) -> tuple[str, Profile]:
     for key in ("noul_labels", "choice_labels", "score_labels"):
         raw[key] = expand_labels(raw[key])
     try:
+        raw["layout"] = Layout(**raw["layout"])
+        raw["calibration"] = Calibration(**raw["calibration"])
         profile = Profile(**{k: tuple(v) if isinstance(v, list) else v for k, v in raw.items()})
     except TypeError as e:
         raise ConfigError(f"{path} profile {name!r}: {e}") from None
@@ -169,8 +193,10 @@ def _check_profile(p: Profile, where: str) -> None:
         raise ConfigError(f"{where}: chat_template system and user need a {{content}} slot")
     if len(p.noul_labels) != 2 or len(p.score_labels) < 10 or len(p.choice_labels) < 2:
         raise ConfigError(f"{where}: need 2 noul labels, 10 score labels, 2+ choice labels")
-    if not p.temperature > 0 or p.max_model_len < 16:
-        raise ConfigError(f"{where}: temperature must be > 0 and max_model_len >= 16")
+    if p.max_model_len < 16:
+        raise ConfigError(f"{where}: max_model_len must be >= 16")
+    check_layout(p.layout, where)
+    check_calibration(p.calibration, where)
     if p.attention_mode not in ("causal", "bidirectional") or not isinstance(p.trained_two_way,
                                                                             bool):
         raise ConfigError(f"{where}: attention_mode must be causal or bidirectional and "
@@ -184,3 +210,24 @@ def _check_profile(p: Profile, where: str) -> None:
                 or not (ref is None or (isinstance(ref, list) and len(ref) == 2))):
             raise ConfigError(f"{where}: each two_way_probes entry needs state, question and "
                               f"reference (null or [P(yes), P(no)])")
+
+
+def check_layout(layout: Layout, where: str) -> None:
+    """Types and ranges of the prompt techniques (also used for per-request overrides)."""
+    ok = (isinstance(layout.guard_line, bool) and isinstance(layout.question_first, bool)
+          and isinstance(layout.orders_as_reads, bool) and isinstance(layout.compact_json, bool)
+          and type(layout.repeat) is int and 1 <= layout.repeat <= 4
+          and type(layout.orders) is int and 1 <= layout.orders <= 4
+          and isinstance(layout.shrink, (int, float)) and 0 <= layout.shrink <= 1)
+    if not ok:
+        raise ConfigError(f"{where}: layout needs booleans, repeat and orders 1-4, shrink 0-1; "
+                          f"got {layout}")
+
+
+def check_calibration(c: Calibration, where: str) -> None:
+    temps = c.temperature
+    if (not isinstance(temps, dict) or set(temps) != {"noul", "choice", "score"}
+            or not all(isinstance(t, (int, float)) and t > 0 for t in temps.values())):
+        raise ConfigError(f"{where}: calibration.temperature needs noul, choice and score > 0")
+    if not 0 <= c.noul_floor < 0.5 or not 0 <= c.reread_below <= 1:
+        raise ConfigError(f"{where}: noul_floor must be in [0, 0.5), reread_below in [0, 1]")

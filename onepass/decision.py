@@ -34,9 +34,10 @@ class Question:
 @dataclass(frozen=True)
 class Decision:
     model: str  # the concrete model name that will answer
-    state: str  # the state rendered as prompt text
+    state: object  # text, or a JSON object/array (layout renders it)
     questions: tuple[Question, ...]
     attention_mode: str = CAUSAL  # resolved: the request's choice, else the profile's default
+    layout: object = None  # a config.Layout overriding the profile's (a re-read), or None
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,8 @@ class Read:
     prompt: str
     label_token_ids: tuple[int, ...]
     option_of_label: tuple[int, ...]  # label i belongs to option option_of_label[i]
+    order_of_label: tuple[int, ...] = ()  # label i sits in option listing order_of_label[i]
+    question: int = 0  # index of the question this read answers
     attention_mode: str = CAUSAL
 
 
@@ -68,3 +71,4 @@ class Outcome:
     answers: tuple[Answer, ...]
     num_input_tokens: int
     attention_mode: str  # how the reads were made; every response says it
+    rereads: int = 0  # questions read a second time (calibration.reread_below)

@@ -1,7 +1,9 @@
 """Readout: label log-probs become option probabilities, then the contract's summaries.
 
-Owns: renormalising over the labels (with the profile's temperature), summing an option's
-labels, and choice / score / confidence from the probabilities actually returned.
+Owns: renormalising over the labels (with the profile's temperature for the question type),
+summing an option's labels over every listing, averaging several reads of a question, the
+agreement shrink, the yes/no floor, the re-read blend, and choice / score / confidence from the
+probabilities actually returned.
 Never: rounds (sums stay within 1e-9 of 1) or returns NaN/Infinity.
 In: a Question, its Read and ReadResult. Out: an Answer.
 """
@@ -9,8 +11,11 @@ from __future__ import annotations
 
 import math
 
+from .config import Calibration
 from .decision import CHOICE, NOUL, Answer, Decision, Outcome, Question, Read, ReadResult
 from .errors import EngineFailed
+
+REREAD_FIRST_WEIGHT = 2 / 3  # a re-read answer: 2/3 the first reading, 1/3 the second
 
 
 def label_distribution(logprobs, temperature: float = 1.0) -> list[float]:
@@ -52,8 +57,47 @@ def score_confidence(probs) -> float:
     return min(1.0, max(0.0, 1 - distance / spread))
 
 
-def answer(question: Question, read: Read, result: ReadResult, temperature: float) -> Answer:
-    probs = option_probabilities(read, result, len(question.options), temperature)
+def order_distributions(read: Read, result: ReadResult, n: int,
+                        temperature: float) -> list[list[float]]:
+    """One distribution over the options per listing order in the read (its own labels)."""
+    per_label = label_distribution(result.label_logprobs, temperature)
+    orders = read.order_of_label or (0,) * len(per_label)
+    out = []
+    for j in sorted(set(orders)):
+        idx = [i for i, o in enumerate(orders) if o == j]
+        total = math.fsum(per_label[i] for i in idx)
+        mass = [0.0] * n
+        for i in idx:
+            mass[read.option_of_label[i]] += per_label[i] / total if total else 1 / len(idx)
+        out.append(mass)
+    return out
+
+
+def disagreement(per_order: list[list[float]], mean: list[float]) -> float:
+    """Mean total-variation distance of each order's distribution from their mean, in [0, 1]."""
+    return math.fsum(0.5 * math.fsum(abs(a - b) for a, b in zip(d, mean))
+                     for d in per_order) / len(per_order)
+
+
+def question_probabilities(question: Question, pairs, calibration: Calibration,
+                           shrink: float) -> list[float]:
+    """Option probabilities from a question's reads: temperature per question type, the
+    listings' label mass summed (one read) or the reads averaged, agreement shrink, noul floor."""
+    n, temperature = len(question.options), calibration.temperature[question.kind]
+    per_read = [option_probabilities(r, res, n, temperature) for r, res in pairs]
+    probs = [math.fsum(col) / len(per_read) for col in zip(*per_read)]
+    per_order = [d for r, res in pairs for d in order_distributions(r, res, n, temperature)]
+    if shrink and len(per_order) > 1:
+        # Mixing with uniform keeps the ranking: the top answer never changes.
+        weight = shrink * disagreement(per_order, probs)
+        probs = [(1 - weight) * p + weight / n for p in probs]
+    if question.kind == NOUL and calibration.noul_floor:
+        yes = min(max(probs[0], calibration.noul_floor), 1 - calibration.noul_floor)
+        probs = [yes, 1 - yes]
+    return probs
+
+
+def answer(question: Question, probs: list[float]) -> Answer:
     best = max(range(len(probs)), key=probs.__getitem__)
     if question.kind == NOUL:
         return Answer(question.kind, tuple(probs), 1.0, probs[0], best)
@@ -63,9 +107,22 @@ def answer(question: Question, read: Read, result: ReadResult, temperature: floa
     return Answer(question.kind, tuple(probs), score_confidence(probs), expected, best)
 
 
-def outcome(decision: Decision, reads: list[Read], results: list[ReadResult],
-            temperature: float) -> Outcome:
-    answers = tuple(answer(q, r, res, temperature)
-                    for q, r, res in zip(decision.questions, reads, results))
+def blend(first: list[float], second: list[float], first_weight: float) -> list[float]:
+    return [first_weight * a + (1 - first_weight) * b for a, b in zip(first, second)]
+
+
+def probabilities(decision: Decision, reads: list[Read], results: list[ReadResult],
+                  calibration: Calibration, shrink: float) -> list[list[float]]:
+    """Per question, in order: its reads (grouped by Read.question) made probabilities."""
+    grouped = [[] for _ in decision.questions]
+    for read, result in zip(reads, results):
+        grouped[read.question].append((read, result))
+    return [question_probabilities(q, pairs, calibration, shrink)
+            for q, pairs in zip(decision.questions, grouped)]
+
+
+def outcome(decision: Decision, probs: list[list[float]], results: list[ReadResult],
+            rereads: int = 0) -> Outcome:
+    answers = tuple(answer(q, p) for q, p in zip(decision.questions, probs))
     return Outcome(answers, sum(res.num_prompt_tokens for res in results),
-                   decision.attention_mode)
+                   decision.attention_mode, rereads)

@@ -15,15 +15,16 @@ import sys
 import threading
 import time
 import uuid
+from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from . import readout, systemone, transport
-from .config import Settings
+from .config import ConfigError, Layout, Settings, check_layout
+from .decision import CAUSAL, NOUL, TWO_WAY, Decision, Outcome
 from .engine import Engine
-from .decision import CAUSAL, TWO_WAY
-from .errors import (AuthInvalid, AuthMissing, BadRequest, EngineUnavailable, MethodNotAllowed,
-                     NotFound, NotReady, OnepassError, Overloaded)
+from .errors import (AuthInvalid, AuthMissing, BadRequest, EngineUnavailable, InvalidRequest,
+                     MethodNotAllowed, NotFound, NotReady, OnepassError, Overloaded, Problem)
 from .layout import layout
 from .probes import GuardFailed, run_guard, two_way_live
 from .warmup import warmup_bodies
@@ -56,11 +57,34 @@ class Service:
         decision, ids = systemone.parse(body, max_choice_options=self.max_choice_options,
                                         max_questions=self.settings.max_questions,
                                         resolve_model=self.resolve_model,
-                                        resolve_mode=self.resolve_mode)
+                                        resolve_mode=self.resolve_mode,
+                                        resolve_layout=self.resolve_layout)
+        outcome = self.answer(decision)
+        return systemone.render(outcome, decision, ids, body,
+                                reread_below=self.profile.calibration.reread_below)
+
+    def answer(self, decision: Decision) -> Outcome:
+        """Lay out, read, turn into probabilities; then read uncertain choice and score
+        questions a second time with the request written twice, blended 2:1 (first:second)."""
+        calibration, opts = self.profile.calibration, decision.layout or self.profile.layout
         reads = layout(decision, self.profile, self.labels)
         results = self.engine.read_all(reads)
-        outcome = readout.outcome(decision, reads, results, self.profile.temperature)
-        return systemone.render(outcome, decision, ids, body)
+        probs = readout.probabilities(decision, reads, results, calibration, opts.shrink)
+        unsure = [i for i, (q, p) in enumerate(zip(decision.questions, probs))
+                  if q.kind != NOUL and max(p) < calibration.reread_below]
+        if unsure:
+            again = replace(decision, questions=tuple(decision.questions[i] for i in unsure),
+                            layout=replace(opts, repeat=min(4, 2 * opts.repeat)))
+            try:
+                more_reads = layout(again, self.profile, self.labels)
+                more = self.engine.read_all(more_reads)
+            except InvalidRequest:  # the doubled request does not fit: the first answer stands
+                return readout.outcome(decision, probs, results)
+            second = readout.probabilities(again, more_reads, more, calibration, opts.shrink)
+            for i, p in zip(unsure, second):
+                probs[i] = readout.blend(probs[i], p, readout.REREAD_FIRST_WEIGHT)
+            results = results + more
+        return readout.outcome(decision, probs, results, len(unsure))
 
     @property
     def max_choice_options(self) -> int:
@@ -70,6 +94,17 @@ class Service:
         if name == self.profile.model_name or name in self.profile.aliases:
             return self.profile.model_name
         return None
+
+    def resolve_layout(self, overrides: dict | None) -> Layout:
+        """The profile's prompt techniques, with a request's `kwargs.layout` on top."""
+        if not overrides:
+            return self.profile.layout
+        try:
+            chosen = replace(self.profile.layout, **overrides)
+            check_layout(chosen, "kwargs.layout")
+        except (TypeError, ConfigError) as e:
+            raise InvalidRequest([Problem(("kwargs", "layout"), str(e), "value_error")]) from None
+        return chosen
 
     def resolve_mode(self, requested: str | None) -> str:
         mode = requested or self.profile.attention_mode
@@ -111,6 +146,7 @@ class Service:
             return 200, {"status": "live"}
         if self.phase == READY:
             return 200, {"status": "ok", "warming": False, "model": self.profile.model_name,
+                         "profile": self.settings.profile,
                          "attention_modes": [CAUSAL, TWO_WAY] if self.two_way else [CAUSAL],
                          "default_attention_mode": self.profile.attention_mode}
         return 503, {"status": self.phase, "warming": self.phase == WARMING, "reason": self.reason}

@@ -12,6 +12,7 @@ import json
 from .decision import (CHOICE, KINDS, MODE_NAMES, NOUL, SCORE, Decision, Option, Outcome,
                        Question)
 from .errors import BadRequest, InvalidRequest, NotFound, OnepassError, Problem
+from .readout import REREAD_FIRST_WEIGHT
 
 QUESTION_KEYS = {"type", "instructions", "criteria"}
 MIN_LEVELS, MAX_LEVELS = 2, 10
@@ -63,7 +64,18 @@ def requested_modes(body: dict, check: _Checker) -> set[str]:
     return set(found.values())
 
 
-def parse(body, *, max_choice_options: int, max_questions: int, resolve_model, resolve_mode):
+def layout_overrides(body: dict, check: _Checker) -> dict | None:
+    """`kwargs.layout`: prompt-technique overrides for this request (checked by the server)."""
+    kwargs = body.get("kwargs")
+    value = kwargs.get("layout") if isinstance(kwargs, dict) else None
+    if value is not None and not isinstance(value, dict):
+        check.add(("kwargs", "layout"), "kwargs.layout must be an object", "dict_type")
+        return None
+    return value
+
+
+def parse(body, *, max_choice_options: int, max_questions: int, resolve_model, resolve_mode,
+          resolve_layout):
     """Validate a /v1/systemone body; return (Decision, question ids in request order)."""
     check = _Checker()
     if not isinstance(body, dict):
@@ -82,6 +94,7 @@ def parse(body, *, max_choice_options: int, max_questions: int, resolve_model, r
                   "vision-language model profile", "unsupported")
     ids, questions = _questions(body.get("questions"), check, max_choice_options, max_questions)
     modes = requested_modes(body, check)
+    overrides = layout_overrides(body, check)
     if check.problems:
         raise InvalidRequest(check.problems)
     if len(modes) > 1:
@@ -90,8 +103,9 @@ def parse(body, *, max_choice_options: int, max_questions: int, resolve_model, r
     concrete = resolve_model(model)
     if concrete is None:
         raise NotFound(f"Unknown model: {model}")
-    return Decision(model=concrete, state=render_text(state), questions=tuple(questions),
-                    attention_mode=resolve_mode(next(iter(modes), None))), ids
+    return Decision(model=concrete, state=state, questions=tuple(questions),
+                    attention_mode=resolve_mode(next(iter(modes), None)),
+                    layout=resolve_layout(overrides)), ids
 
 
 def _questions(raw, check, max_choice_options, max_questions):
@@ -189,7 +203,8 @@ def _score(criteria, loc, check, _):
             for i, level in enumerate(criteria)]
 
 
-def render(outcome: Outcome, decision: Decision, ids: list[str], body: dict) -> dict:
+def render(outcome: Outcome, decision: Decision, ids: list[str], body: dict,
+           reread_below: float = 0.0) -> dict:
     """Answers keyed by question id; score legends echo the request's levels unchanged."""
     answers = {}
     for qid, q, a in zip(ids, decision.questions, outcome.answers):
@@ -205,9 +220,14 @@ def render(outcome: Outcome, decision: Decision, ids: list[str], body: dict) -> 
                                        enumerate(body["questions"][qid]["criteria"])},
                             "probabilities": {str(j): p for j, p in enumerate(a.probabilities)},
                             "confidence": a.confidence}
-    return {"model": decision.model, "answers": answers,
-            "usage": {"input_tokens": outcome.num_input_tokens, "output_tokens": 0},
-            "x_attention_mode": outcome.attention_mode}
+    doc = {"model": decision.model, "answers": answers,
+           "usage": {"input_tokens": outcome.num_input_tokens, "output_tokens": 0},
+           "x_attention_mode": outcome.attention_mode}
+    if reread_below:  # extensions carry the contract's x_ prefix
+        doc["x_effort_used"] = {"reread": {"below": reread_below,
+                                           "first_weight": round(REREAD_FIRST_WEIGHT, 4),
+                                           "questions": outcome.rereads}}
+    return doc
 
 
 def render_error(err: OnepassError) -> dict:

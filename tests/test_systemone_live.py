@@ -215,7 +215,8 @@ def test_answers_are_the_models_label_distribution(stack):
         got = ok(stack, request)["answers"]["c"]["probabilities"]
         decision, _ = systemone.parse(request, max_choice_options=255, max_questions=10,
                                       resolve_model=lambda m: m,
-                                      resolve_mode=lambda mode: mode or "causal")
+                                      resolve_mode=lambda mode: mode or "causal",
+                                      resolve_layout=lambda o: None)
         read = layout(decision, profile, labels)[0]
         # an independent path: the label appended to the prompt, scored by prompt_logprobs
         logprobs = []

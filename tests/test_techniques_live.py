@@ -1,0 +1,62 @@
+"""Prompt techniques and calibration options through a real shim and vLLM: per-request layout
+overrides, and the re-read of uncertain answers (a profile with reread_below set)."""
+import json
+import math
+
+from conftest import ROOT, free_port, request, start_shim, wait_health
+from contract import check_response
+
+CHOICE = {"type": "choice", "instructions": "Which team should handle it?",
+          "criteria": {"billing": "Payments and refunds", "tech": "Bugs and outages",
+                       "sales": "Pricing and upgrades"}}
+BODY = {"model": "jev-latest", "state": "I was charged twice for order 4471; refund one charge.",
+        "questions": {"team": CHOICE, "refund": {"type": "noul", "instructions": "Refund?"}}}
+
+
+def answer(base, body):
+    status, _, doc = request(base, "POST", "/v1/systemone", body)
+    assert status == 200, doc
+    check_response(body, doc)
+    return doc
+
+
+def test_layout_overrides_change_the_reading(stack):
+    """kwargs.layout: each technique answers in the contract's shape and changes the prompt
+    (so the answer); input tokens grow with repetition and listings."""
+    plain = answer(stack.url, BODY)
+    for layout in ({"repeat": 2}, {"orders": 2}, {"orders": 2, "orders_as_reads": True,
+                                                  "shrink": 1.0}, {"question_first": True}):
+        doc = answer(stack.url, {**BODY, "kwargs": {"layout": layout}})
+        got, base = doc["answers"]["team"]["probabilities"], plain["answers"]["team"]["probabilities"]
+        assert abs(math.fsum(got.values()) - 1) < 1e-9
+        assert max(abs(got[k] - base[k]) for k in got) > 1e-4, layout
+        if layout.get("repeat") or layout.get("orders"):
+            assert doc["usage"]["input_tokens"] > plain["usage"]["input_tokens"]
+    status, _, doc = request(stack.url, "POST", "/v1/systemone",
+                             {**BODY, "kwargs": {"layout": {"repeat": 99}}})
+    assert status == 422 and doc["detail"][0]["loc"] == ["body", "kwargs", "layout"]
+
+
+def test_reread_below_threshold_blends_two_to_one(stack, tmp_path):
+    """calibration.reread_below: an uncertain choice is read again with the request written
+    twice and blended 2/3 first + 1/3 second; the response says how many were re-read."""
+    doc = json.loads((ROOT / "serve_config.json").read_text())
+    doc["profiles"][doc["default_profile"]]["calibration"]["reread_below"] = 0.999
+    config = tmp_path / "serve_config.json"
+    config.write_text(json.dumps(doc))
+    port = free_port()
+    proc = start_shim(stack.vllm_url, port, args=("--config", str(config)))
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_health(base, {"ok"})
+        got = answer(base, BODY)
+        assert got["x_effort_used"]["reread"] == {"below": 0.999, "first_weight": 0.6667,
+                                                  "questions": 1}  # the noul is never re-read
+        first = answer(stack.url, BODY)["answers"]["team"]["probabilities"]
+        second = answer(stack.url, {**BODY, "kwargs": {"layout": {"repeat": 2}}})
+        second = second["answers"]["team"]["probabilities"]
+        for k, p in got["answers"]["team"]["probabilities"].items():
+            assert abs(p - (2 / 3 * first[k] + 1 / 3 * second[k])) < 1e-6
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
