@@ -1,0 +1,81 @@
+"""Each prompt technique on and off, measured on the dev data's held-back half, one server.
+
+Usage: .venv/bin/python bench/techniques.py --url http://127.0.0.1:8741 [--limit 12] [--json OUT]
+Every configuration is a request-level `kwargs.layout` (so one running server serves them all);
+each reads the eval split of the data (devdata.split, `--limit` items per task), with every
+choice also read with its options reversed (order sensitivity). The last row fits one
+temperature per question type on the fit split of the plain layout (fit_calibration.fit_exponent)
+and applies it to the plain layout's eval-split answers. Prints one table: accuracy, ECE (top
+option, 10 bins), Brier, order sensitivity (choice questions), input tokens and latency per
+decision (mean, at --concurrency requests at once).
+"""
+import argparse
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import devdata  # noqa: E402
+import evaluate  # noqa: E402
+import fit_calibration  # noqa: E402
+import metrics  # noqa: E402
+
+CONFIGS = {
+    "plain (one read, profile defaults)": {},
+    "no guard line": {"guard_line": False},
+    "question first": {"question_first": True},
+    "repeat 2": {"repeat": 2},
+    "orders 2 in one prompt": {"orders": 2},
+    "orders 2 in one prompt + shrink 1": {"orders": 2, "shrink": 1.0},
+    "orders 2 as two reads + shrink 1": {"orders": 2, "orders_as_reads": True, "shrink": 1.0},
+    "repeat 2 + orders 2 + shrink 1": {"repeat": 2, "orders": 2, "shrink": 1.0},
+}
+COLUMNS = ("accuracy", "ece", "brier", "order_sensitivity", "input_tokens_per_decision",
+           "latency_ms_per_decision")
+
+
+def measure(url, items, layout, concurrency) -> dict:
+    extra = {"kwargs": {"layout": layout}} if layout else None
+    result = evaluate.run(url, items, concurrency, order_check=True, extra=extra)
+    return {"report": evaluate.report(result), "records": result["records"]}
+
+
+def calibrated_row(url, data, limit, concurrency, plain: dict) -> dict:
+    """Temperatures fitted on the fit half (plain layout), applied to the eval half's answers."""
+    fit_items = devdata.split(devdata.load(data), "fit", limit)
+    fit = evaluate.run(url, fit_items, concurrency)["records"]
+    exponents = {kind: fit_calibration.fit_exponent(recs)
+                 for kind, recs in metrics.group(fit, "kind").items()}
+    rescaled = fit_calibration.rescaled(plain["records"], exponents)  # ranking unchanged
+    row = {**plain["report"]["overall"], **metrics.summary(rescaled)}
+    row["order_sensitivity"] = plain["report"]["overall"]["order_sensitivity"]
+    row["exponents"] = exponents
+    return row
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    evaluate.add_common_args(parser)
+    parser.add_argument("--json", help="write every row here")
+    args = parser.parse_args(argv)
+    items = devdata.split(devdata.load(args.data), "eval", args.limit)
+    rows, plain = {}, None
+    for name, layout in CONFIGS.items():
+        measured = measure(args.url, items, layout, args.concurrency)
+        plain = plain or measured
+        rows[name] = measured["report"]["overall"]
+    rows["plain + temperatures fitted on the fit half"] = calibrated_row(
+        args.url, args.data, args.limit, args.concurrency, plain)
+    print("| technique | accuracy | ECE | Brier | order sensitivity | input tokens | ms/decision |")
+    print("|---|---|---|---|---|---|---|")
+    for name, m in rows.items():
+        print(f"| {name} | " + " | ".join(evaluate.cell(m.get(c), 0 if c.endswith("decision")
+                                                         else 3) for c in COLUMNS) + " |")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"limit": args.limit, "data": args.data,
+                                               "rows": rows}, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
