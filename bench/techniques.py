@@ -3,9 +3,9 @@
 Usage: .venv/bin/python bench/techniques.py --url http://127.0.0.1:8741 [--limit 12] [--json OUT]
 Every configuration is a request-level `kwargs.layout` (so one running server serves them all);
 each reads the eval split of the data (devdata.split, `--limit` items per task), with every
-choice also read with its options reversed (order sensitivity). The last row fits one
-temperature per question type on the fit split of the plain layout (fit_calibration.fit_exponent)
-and applies it to the plain layout's eval-split answers. Prints one table: accuracy, ECE (top
+choice also read with its options reversed (order sensitivity). The last rows fit one
+temperature per question type on the fit split of a layout (fit_calibration.fit_exponent) and
+apply it to that layout's eval-split answers. Prints one table: accuracy, ECE (top
 option, 10 bins), Brier, order sensitivity (choice questions), input tokens and latency per
 decision (mean, at --concurrency requests at once).
 """
@@ -29,7 +29,11 @@ CONFIGS = {
     "orders 2 in one prompt + shrink 1": {"orders": 2, "shrink": 1.0},
     "orders 2 as two reads + shrink 1": {"orders": 2, "orders_as_reads": True, "shrink": 1.0},
     "repeat 2 + orders 2 + shrink 1": {"repeat": 2, "orders": 2, "shrink": 1.0},
+    "question first + orders 2 as two reads + shrink 1": {"question_first": True, "orders": 2,
+                                                          "orders_as_reads": True, "shrink": 1.0},
 }
+CALIBRATED = ("plain (one read, profile defaults)",
+              "question first + orders 2 as two reads + shrink 1")
 COLUMNS = ("accuracy", "ece", "brier", "order_sensitivity", "input_tokens_per_decision",
            "latency_ms_per_decision")
 
@@ -40,15 +44,16 @@ def measure(url, items, layout, concurrency) -> dict:
     return {"report": evaluate.report(result), "records": result["records"]}
 
 
-def calibrated_row(url, data, limit, concurrency, plain: dict) -> dict:
-    """Temperatures fitted on the fit half (plain layout), applied to the eval half's answers."""
+def calibrated_row(url, data, limit, concurrency, layout: dict, measured: dict) -> dict:
+    """Temperatures fitted on the fit half (same layout), applied to the eval half's answers."""
     fit_items = devdata.split(devdata.load(data), "fit", limit)
-    fit = evaluate.run(url, fit_items, concurrency)["records"]
+    extra = {"kwargs": {"layout": layout}} if layout else None
+    fit = evaluate.run(url, fit_items, concurrency, extra=extra)["records"]
     exponents = {kind: fit_calibration.fit_exponent(recs)
                  for kind, recs in metrics.group(fit, "kind").items()}
-    rescaled = fit_calibration.rescaled(plain["records"], exponents)  # ranking unchanged
-    row = {**plain["report"]["overall"], **metrics.summary(rescaled)}
-    row["order_sensitivity"] = plain["report"]["overall"]["order_sensitivity"]
+    rescaled = fit_calibration.rescaled(measured["records"], exponents)  # ranking unchanged
+    row = {**measured["report"]["overall"], **metrics.summary(rescaled)}
+    row["order_sensitivity"] = measured["report"]["overall"]["order_sensitivity"]
     row["exponents"] = exponents
     return row
 
@@ -59,13 +64,14 @@ def main(argv=None) -> int:
     parser.add_argument("--json", help="write every row here")
     args = parser.parse_args(argv)
     items = devdata.split(devdata.load(args.data), "eval", args.limit)
-    rows, plain = {}, None
+    rows, kept = {}, {}
     for name, layout in CONFIGS.items():
         measured = measure(args.url, items, layout, args.concurrency)
-        plain = plain or measured
+        kept[name] = measured
         rows[name] = measured["report"]["overall"]
-    rows["plain + temperatures fitted on the fit half"] = calibrated_row(
-        args.url, args.data, args.limit, args.concurrency, plain)
+    for name in CALIBRATED:
+        rows[name + " + temperatures fitted on the fit half"] = calibrated_row(
+            args.url, args.data, args.limit, args.concurrency, CONFIGS[name], kept[name])
     print("| technique | accuracy | ECE | Brier | order sensitivity | input tokens | ms/decision |")
     print("|---|---|---|---|---|---|---|")
     for name, m in rows.items():
