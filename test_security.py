@@ -105,5 +105,30 @@ class TestEdge(unittest.TestCase):
         self.assertIn("nested too deeply", doc["detail"][0]["msg"])
 
 
+    def test_decisions_route_errors_in_openai_shape(self):
+        """server: /v1/decisions answers every edge error in OpenAI's envelope: a missing or
+        wrong key 401 invalid_api_key, a bomb 413, bad JSON 400, a wrong method 405, and its
+        bodies stay out of the logs."""
+        body = {"model": "jev-latest", "input": "PRIVATE-INPUT",
+                "questions": [{"type": "predicate", "instructions": "Refund?"}]}
+        with self.assertLogs("onepass", logging.INFO) as logs:
+            for headers in ({}, {"Authorization": "Bearer nope"}):
+                status, _, doc = call(self.server, path="/v1/decisions", body=body,
+                                      headers=headers)
+                self.assertEqual((status, doc["error"]["code"]), (401, "invalid_api_key"))
+            bomb = gzip.compress(b" " * 10_000_000)
+            status, _, doc = call(self.server, path="/decisions", body=bomb,
+                                  headers={"Content-Encoding": "gzip", **self.auth})
+            self.assertEqual(status, 413)
+            self.assertEqual(set(doc["error"]), {"message", "type", "param", "code"})
+            status, _, doc = call(self.server, path="/v1/decisions", body=b"{PRIVATE",
+                                  headers=self.auth)
+            self.assertEqual((status, doc["error"]["type"]), (400, "invalid_request_error"))
+            status, _, doc = call(self.server, "GET", "/v1/decisions", headers=self.auth)
+            self.assertEqual((status, set(doc)), (405, {"error"}))
+        self.assertNotIn("PRIVATE", "\n".join(logs.output))
+        self.assert_still_serving()
+
+
 if __name__ == "__main__":
     unittest.main()

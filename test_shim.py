@@ -12,6 +12,7 @@ import threading
 import time
 import unittest
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from dataclasses import replace
 from pathlib import Path
 
 from onepass import config, readout, systemone, transport
@@ -21,7 +22,11 @@ from onepass.errors import (BadRequest, InvalidRequest, NotFound, PayloadTooLarg
 from onepass.layout import LabelSet, layout
 
 ROOT = Path(__file__).resolve().parent
-PROFILE = config.load_profile(str(ROOT / "serve_config.json"), "")[1]
+EMBEDDED = config.load_profile(str(ROOT / "serve_config.json"), "")[1]
+# The unit tests lay prompts out with every technique off (dataclass defaults) and untempered,
+# whatever the embedded profile's measured defaults are; TestTechniques turns them on one by one.
+PROFILE = replace(EMBEDDED, layout=config.Layout(),
+                  calibration=config.Calibration({"noul": 1.0, "choice": 1.0, "score": 1.0}))
 LABELS = LabelSet(noul=(("Yes", 1), ("No", 2)),
                   choice=tuple((chr(65 + i), 100 + i) for i in range(26)),
                   score=tuple((str(i), 200 + i) for i in range(10)))
@@ -30,7 +35,7 @@ LABELS = LabelSet(noul=(("Yes", 1), ("No", 2)),
 def parse(body, max_options=255, resolve_mode=lambda mode: mode or "causal"):
     return systemone.parse(body, max_choice_options=max_options, max_questions=400,
                            resolve_model=lambda m: "concrete" if m in ("jev-latest", "concrete")
-                           else None, resolve_mode=resolve_mode, resolve_layout=lambda o: None)
+                           else None, resolve_mode=resolve_mode, resolve_options=lambda o: (None, None))
 
 
 def problems(body, **kw):
@@ -51,8 +56,8 @@ SCORE_Q = {"type": "score", "instructions": "Anger?", "criteria": ["Calm", "Anno
 class TestSystemOne(unittest.TestCase):
     def test_parses_all_three_types(self):
         """systemone: noul, choice and score become Questions in request order."""
-        decision, ids = parse(req({"r": NOUL_Q, "t": CHOICE_Q, "a": SCORE_Q}))
-        self.assertEqual(ids, ["r", "t", "a"])
+        decision, meta = parse(req({"r": NOUL_Q, "t": CHOICE_Q, "a": SCORE_Q}))
+        self.assertEqual(meta.ids, ("r", "t", "a"))
         self.assertEqual([q.kind for q in decision.questions], [NOUL, CHOICE, SCORE])
         self.assertEqual(decision.model, "concrete")
         self.assertEqual(decision.questions[1].options, (Option("billing", "Pay"),
@@ -132,12 +137,12 @@ class TestSystemOne(unittest.TestCase):
     def test_render_shapes(self):
         """systemone: answers follow the contract's closed field sets; legend echoes levels."""
         body = req({"r": NOUL_Q, "t": CHOICE_Q, "a": SCORE_Q})
-        d, ids = parse(body)
+        d, meta = parse(body)
         reads = layout(d, PROFILE, LABELS)
         results = [ReadResult((-0.1, -2.4), 10), ReadResult((-3.0, -0.05), 11),
                    ReadResult((-2.0, -0.2, -1.9), 12)]
         probs = readout.probabilities(d, reads, results, PROFILE.calibration, 0.0)
-        out = systemone.render(readout.outcome(d, probs, results), d, ids, body)
+        out = systemone.render(readout.outcome(d, probs, results), d, meta)
         self.assertEqual(set(out), {"model", "answers", "usage", "x_attention_mode"})
         self.assertEqual(out["x_attention_mode"], "causal")
         self.assertEqual(out["usage"], {"input_tokens": 33, "output_tokens": 0})
@@ -179,10 +184,12 @@ class TestSystemOne(unittest.TestCase):
     def test_error_shapes(self):
         """systemone: validation errors render as detail[] with body-rooted loc, others as detail{}."""
         err = InvalidRequest(problems(req({})))
-        doc = systemone.render_error(err)
+        status, doc = systemone.render_error(err)
+        self.assertEqual(status, 422)
         self.assertEqual(doc["detail"][0]["loc"], ["body", "questions"])
         self.assertEqual(set(doc["detail"][0]), {"loc", "msg", "type"})
-        doc = systemone.render_error(NotFound("Unknown model: x"))
+        status, doc = systemone.render_error(NotFound("Unknown model: x"))
+        self.assertEqual(status, 404)
         self.assertEqual(doc, {"detail": {"error_type": "not_found", "message": "Unknown model: x"}})
 
 
@@ -266,25 +273,61 @@ class TestTechniques(unittest.TestCase):
         self.assertAlmostEqual(same[0], readout.label_distribution((-0.1, -2.5))[0], places=12)
 
     def test_temperature_per_type_and_noul_floor(self):
-        """readout: the question type's temperature; P(yes) kept within the floor."""
+        """readout: the question type's temperature; the yes/no floor lifts the chosen side to
+        at least the floor, on either side, and leaves answers already beyond it alone."""
         from dataclasses import replace
         cal = replace(PROFILE.calibration, temperature={"noul": 2.0, "choice": 1.0, "score": 1.0},
-                      noul_floor=0.05)
+                      noul_floor=0.8)
         n = Question(NOUL, "?", (Option("true", None), Option("false", None)))
         read = Read("p", (1, 2), (0, 1))
-        p = readout.question_probabilities(n, [(read, ReadResult((0.0, -1.0), 5))], cal, 0.0)
-        self.assertAlmostEqual(p[0], 1 / (1 + math.exp(-0.5)))
-        p = readout.question_probabilities(n, [(read, ReadResult((0.0, -20.0), 5))], cal, 0.0)
-        self.assertAlmostEqual(p[0], 0.95)
 
-    def test_layout_overrides_are_checked(self):
-        """server: kwargs.layout overrides the profile's techniques for one request; bad 422."""
+        def yes(logprobs, calibration=cal):
+            pairs = [(read, ReadResult(logprobs, 5))]
+            return readout.question_probabilities(n, pairs, calibration, 0.0)[0]
+        self.assertAlmostEqual(yes((0.0, -1.0), replace(cal, noul_floor=0.0)),
+                               1 / (1 + math.exp(-0.5)))
+        self.assertAlmostEqual(yes((0.0, -1.0)), 0.8)  # 0.62 on the yes side -> 0.8
+        self.assertAlmostEqual(yes((-1.0, 0.0)), 0.2)  # 0.38: the no side -> P(no) 0.8
+        self.assertAlmostEqual(yes((0.0, -20.0)), 1 / (1 + math.exp(-10)))
+
+    def test_every_profile_loads_and_says_what_was_fitted(self):
+        """config: each profile in serve_config.json loads; a profile whose temperatures were not
+        fitted (fitted: null) says so in its provenance, a fitted one names tool and data."""
+        doc = json.loads((ROOT / "serve_config.json").read_text())
+        self.assertGreaterEqual(len(doc["profiles"]), 4)
+        for name in doc["profiles"]:
+            _, profile = config.load_profile(str(ROOT / "serve_config.json"), name)
+            fitted = profile.calibration.fitted
+            note = profile.provenance.get("calibration.temperature", "")
+            if fitted is None:
+                self.assertRegex(note, "not fitted|unfitted|not published", name)
+            else:
+                self.assertEqual(fitted["temperature"]["tool"], "bench/fit_calibration.py")
+                self.assertIn("split fit", fitted["temperature"]["on"])
+            if profile.tokenizer_contract:
+                self.assertTrue((ROOT / profile.tokenizer_contract).is_file(), name)
+
+    def test_option_overrides_are_checked(self):
+        """server: kwargs.layout / kwargs.calibration override the profile for one request
+        (temperature per kind merged); bad keys, types or ranges are a 422 at their key."""
         from onepass.server import Service
         service = Service(config.load(["--port", "0"], environ={}), ROOT)
-        self.assertEqual(service.resolve_layout({"repeat": 2}).repeat, 2)
-        for bad in ({"repeat": 9}, {"nope": 1}, {"shrink": "x"}):
-            with self.assertRaises(InvalidRequest):
-                service.resolve_layout(bad)
+        self.assertEqual(service.resolve_options({}), (None, None))
+        layout, cal = service.resolve_options({"layout": {"repeat": 2},
+                                               "calibration": {"temperature": {"choice": 3.0},
+                                                               "noul_floor": 0.9}})
+        self.assertEqual(layout.repeat, 2)
+        self.assertEqual(cal.temperature, {**EMBEDDED.calibration.temperature, "choice": 3.0})
+        self.assertEqual((cal.noul_floor, cal.fitted), (0.9, EMBEDDED.calibration.fitted))
+        for key, bad in (("layout", {"repeat": 9}), ("layout", {"nope": 1}),
+                         ("layout", {"shrink": "x"}), ("calibration", {"temperature": {"x": 1}}),
+                         ("calibration", {"temperature": {"noul": 0}}),
+                         ("calibration", {"temperature": 2}), ("calibration", {"fitted": None}),
+                         ("calibration", {"noul_floor": 0.5}),
+                         ("calibration", {"reread_below": True})):
+            with self.assertRaises(InvalidRequest) as ctx:
+                service.resolve_options({key: bad})
+            self.assertEqual(ctx.exception.problems[0].loc, ("kwargs", key), bad)
         service.engine.close()
 
 

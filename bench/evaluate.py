@@ -128,13 +128,16 @@ def _collect(items: list, replies: dict) -> dict:
             continue
         decision["input_tokens"] = (doc.get("usage") or {}).get("input_tokens")
         rev_answers = rev[1].get("answers", {}) if rev is not None and rev[0] == 200 else {}
+        cuts = {s.get("question"): s for s in
+                (doc.get("x_effort_used") or {}).get("state_selection", [])}
         for qid, gold in item["gold"].items():
             kind = item["body"]["questions"][qid]["type"]
             answer = doc.get("answers", {}).get(qid)
             if not answer or answer.get("type") != kind:
                 errors["main: answer missing or of the wrong type"] += 1
                 continue
-            rec = metrics.record(item["task"], kind, answer, gold, id=item["id"], qid=qid)
+            rec = metrics.record(item["task"], kind, answer, gold, id=item["id"], qid=qid,
+                                 selection=cuts.get(qid))  # what a long state kept, if cut
             if qid in rev_answers:
                 rec["reversed_top_key"] = metrics.top_key(
                     metrics.answer_probabilities(kind, rev_answers[qid]))

@@ -1,6 +1,10 @@
-"""Latency through the shim vs the same prompts sent straight to vLLM, one call per question.
+"""Latency through the shim vs the same prompts sent straight to vLLM, one call per read.
 
 Usage: python bench/latency.py --shim http://127.0.0.1:8741 --vllm http://127.0.0.1:8742 [--n 30]
+       [--layout profile|plain|'{"repeat": 2}']
+--layout plain sends every prompt technique off (kwargs.layout, and the same prompts direct); a
+JSON object turns techniques on over that (e.g. repetition, to see what it costs the questions
+that share a cached state); the default reads with the profile's own layout.
 Cases: (a) one 3-option choice over a ~60-token state; (b) choice-3, noul, score-3 and choice-5
 over a ~500-token state. Each iteration uses a new state (a unique ticket number up front), so
 vLLM's prefix cache cannot replay a whole earlier request; shim and direct calls use different
@@ -15,6 +19,7 @@ import statistics
 import sys
 import time
 import urllib.request
+from dataclasses import asdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -62,31 +67,36 @@ def main() -> None:
     ap.add_argument("--config", default=str(ROOT / "serve_config.json"))
     ap.add_argument("--n", type=int, default=30)
     ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--layout", default="profile", help="profile, plain, or a JSON object")
     args = ap.parse_args()
     _, profile = config.load_profile(args.config, "")
     engine = Engine(args.vllm, profile.served_model_name, timeout_s=300, num_connections=4)
     labels = verified_labels(engine, profile)
+    plain = None if args.layout == "profile" else config.Layout(
+        **({} if args.layout == "plain" else json.loads(args.layout)))
+    extra = {"kwargs": {"layout": asdict(plain)}} if plain else {}
     parse = lambda b: systemone.parse(b, max_choice_options=255, max_questions=400,
                                       resolve_model=lambda m: m,
                                       resolve_mode=lambda mode: mode or "causal",
-                                      resolve_layout=lambda o: None)[0]
+                                      resolve_options=lambda o: (plain, None))[0]
     for name, (sentences, questions) in CASES.items():
         shim_ms, direct_ms, tokens = [], [], 0
         for i in range(args.warmup + args.n):
-            body = {"model": "jev-latest", "state": state(f"S-{i}", sentences), "questions": questions}
+            body = {"model": "jev-latest", "state": state(f"S-{i}", sentences),
+                    "questions": questions, **extra}
             t = time.perf_counter()
             tokens = post(args.shim + "/v1/systemone", body)["usage"]["input_tokens"]
             shim_s = time.perf_counter() - t
             direct = dict(body, state=state(f"D-{i}", sentences))
             reads = layout(parse(direct), profile, labels)
             t = time.perf_counter()
-            for read in reads:  # one plain completions call per question, in turn
+            for read in reads:  # one plain completions call per read, in turn
                 engine.read(read)
             direct_s = time.perf_counter() - t
             if i >= args.warmup:
                 shim_ms.append(shim_s * 1000)
                 direct_ms.append(direct_s * 1000)
-        row = {"case": name, "n": args.n, "concurrency": 1, "questions": len(questions),
+        row = {"case": name, "layout": args.layout, "n": args.n, "concurrency": 1, "questions": len(questions),
                "input_tokens_per_request": tokens, "model": profile.served_model_name,
                "machine": f"{platform.machine()} {os.cpu_count()} cores, no GPU",
                "shim_p50_ms": round(statistics.median(shim_ms), 1),

@@ -1,8 +1,10 @@
 """Each prompt technique on and off, measured on the dev data's held-back half, one server.
 
 Usage: .venv/bin/python bench/techniques.py --url http://127.0.0.1:8741 [--limit 12] [--json OUT]
-Every configuration is a request-level `kwargs.layout` (so one running server serves them all);
-each reads the eval split of the data (devdata.split, `--limit` items per task), with every
+       [--only ROW ...]
+Every configuration is a request-level `kwargs.layout` with untempered `kwargs.calibration` (so
+one running server serves them all); one more row sends neither: the embedded profile as it
+stands. Each reads the eval split of the data (devdata.split, `--limit` items per task), with every
 choice also read with its options reversed (order sensitivity). The last rows fit one
 temperature per question type on the fit split of a layout (fit_calibration.fit_exponent) and
 apply it to that layout's eval-split answers. Prints one table: accuracy, ECE (top
@@ -20,8 +22,14 @@ import evaluate  # noqa: E402
 import fit_calibration  # noqa: E402
 import metrics  # noqa: E402
 
+# Every row spells its whole layout and untempered calibration (so the table does not move when
+# the profile's defaults do); PROFILE_ROW sends no override: the embedded profile as it stands.
+PLAIN = {"guard_line": True, "question_first": False, "repeat": 1, "orders": 1,
+         "orders_as_reads": False, "shrink": 0.0, "compact_json": True}
+UNTEMPERED = {"temperature": {"noul": 1.0, "choice": 1.0, "score": 1.0}, "noul_floor": 0.0,
+              "reread_below": 0.0}
 CONFIGS = {
-    "plain (one read, profile defaults)": {},
+    "plain (one read)": {},
     "no guard line": {"guard_line": False},
     "question first": {"question_first": True},
     "repeat 2": {"repeat": 2},
@@ -32,22 +40,29 @@ CONFIGS = {
     "question first + orders 2 as two reads + shrink 1": {"question_first": True, "orders": 2,
                                                           "orders_as_reads": True, "shrink": 1.0},
 }
-CALIBRATED = ("plain (one read, profile defaults)",
-              "question first + orders 2 as two reads + shrink 1")
+CALIBRATED = ("plain (one read)", "question first + orders 2 as two reads + shrink 1")
+PROFILE_ROW = "the embedded profile (its layout and fitted calibration, no override)"
 COLUMNS = ("accuracy", "ece", "brier", "order_sensitivity", "input_tokens_per_decision",
            "latency_ms_per_decision")
 
 
-def measure(url, items, layout, concurrency) -> dict:
-    extra = {"kwargs": {"layout": layout}} if layout else None
+def overrides(changes: dict | None) -> dict | None:
+    """The request's kwargs for a row: None (the profile as it is) or the full layout, untempered."""
+    if changes is None:
+        return None
+    return {"kwargs": {"layout": {**PLAIN, **changes}, "calibration": UNTEMPERED}}
+
+
+def measure(url, items, changes, concurrency) -> dict:
+    extra = overrides(changes)
     result = evaluate.run(url, items, concurrency, order_check=True, extra=extra)
     return {"report": evaluate.report(result), "records": result["records"]}
 
 
-def calibrated_row(url, data, limit, concurrency, layout: dict, measured: dict) -> dict:
+def calibrated_row(url, data, limit, concurrency, changes: dict, measured: dict) -> dict:
     """Temperatures fitted on the fit half (same layout), applied to the eval half's answers."""
     fit_items = devdata.split(devdata.load(data), "fit", limit)
-    extra = {"kwargs": {"layout": layout}} if layout else None
+    extra = overrides(changes)
     fit = evaluate.run(url, fit_items, concurrency, extra=extra)["records"]
     exponents = {kind: fit_calibration.fit_exponent(recs)
                  for kind, recs in metrics.group(fit, "kind").items()}
@@ -62,14 +77,17 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     evaluate.add_common_args(parser)
     parser.add_argument("--json", help="write every row here")
+    parser.add_argument("--only", nargs="+", metavar="ROW", default=None,
+                        help="measure only these rows of CONFIGS (and their fitted rows)")
     args = parser.parse_args(argv)
     items = devdata.split(devdata.load(args.data), "eval", args.limit)
     rows, kept = {}, {}
-    for name, layout in CONFIGS.items():
-        measured = measure(args.url, items, layout, args.concurrency)
+    chosen = {name: CONFIGS[name] for name in (args.only or CONFIGS)}
+    for name, changes in {**chosen, PROFILE_ROW: None}.items():
+        measured = measure(args.url, items, changes, args.concurrency)
         kept[name] = measured
         rows[name] = measured["report"]["overall"]
-    for name in CALIBRATED:
+    for name in (n for n in CALIBRATED if n in chosen):
         rows[name + " + temperatures fitted on the fit half"] = calibrated_row(
             args.url, args.data, args.limit, args.concurrency, CONFIGS[name], kept[name])
     print("| technique | accuracy | ECE | Brier | order sensitivity | input tokens | ms/decision |")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import math
 import os
 from dataclasses import dataclass, fields
 
@@ -43,6 +44,9 @@ SETTINGS = {
 SECRET_ENV = "ONEPASS_API_KEY"  # read from the environment only, never from argv or the file
 
 
+STATE_SELECTIONS = ("bm25", "head_tail")  # fitting.py: BM25 per question, or head and tail
+
+
 @dataclass(frozen=True)
 class Layout:
     """Prompt techniques (layout.py); each is off unless a profile turns it on."""
@@ -53,13 +57,14 @@ class Layout:
     orders_as_reads: bool = False  # ... in one prompt (own labels per copy) or one read each
     shrink: float = 0.0  # toward uniform, times the disagreement between the orders
     compact_json: bool = True  # a JSON state as compact JSON, else indented
+    state_selection: str = "bm25"  # a state too long for the context: what each question keeps
 
 
 @dataclass(frozen=True)
 class Calibration:
     """Applied to label log-probs (readout.py); `fitted` says what was fitted on what data."""
     temperature: dict  # noul / choice / score -> T (logits / T before the softmax)
-    noul_floor: float = 0.0  # P(yes) kept within [floor, 1 - floor]
+    noul_floor: float = 0.0  # 0, or in (0.5, 1): the chosen yes/no side reported at least this
     reread_below: float = 0.0  # choice/score confidence under this: read again (0 = off)
     fitted: dict | None = None
 
@@ -80,10 +85,11 @@ class Profile:
     layout: Layout
     calibration: Calibration
     max_model_len: int
-    tokenizer_contract: str
+    tokenizer_contract: str | None  # tokenizer/ file checked at start-up; None: not recorded yet
     trained_two_way: bool  # the model was trained to read two-way (bidirectional prefill)
     attention_mode: str  # the default mode; "bidirectional" only when trained_two_way
     two_way_probes: tuple  # {state, question, reference: [P(yes), P(no)] or null}, read at start
+    provenance: dict  # which values were fitted or chosen from measurements, on what, and which not
 
 
 @dataclass(frozen=True)
@@ -193,6 +199,11 @@ def _check_profile(p: Profile, where: str) -> None:
         raise ConfigError(f"{where}: chat_template system and user need a {{content}} slot")
     if len(p.noul_labels) != 2 or len(p.score_labels) < 10 or len(p.choice_labels) < 2:
         raise ConfigError(f"{where}: need 2 noul labels, 10 score labels, 2+ choice labels")
+    if not isinstance(p.provenance, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in p.provenance.items()):
+        raise ConfigError(f"{where}: provenance must be an object of setting -> where it came from")
+    if p.tokenizer_contract is not None and not isinstance(p.tokenizer_contract, str):
+        raise ConfigError(f"{where}: tokenizer_contract must be a path under tokenizer/ or null")
     if p.max_model_len < 16:
         raise ConfigError(f"{where}: max_model_len must be >= 16")
     check_layout(p.layout, where)
@@ -218,16 +229,22 @@ def check_layout(layout: Layout, where: str) -> None:
           and isinstance(layout.orders_as_reads, bool) and isinstance(layout.compact_json, bool)
           and type(layout.repeat) is int and 1 <= layout.repeat <= 4
           and type(layout.orders) is int and 1 <= layout.orders <= 4
-          and isinstance(layout.shrink, (int, float)) and 0 <= layout.shrink <= 1)
+          and isinstance(layout.shrink, (int, float)) and 0 <= layout.shrink <= 1
+          and layout.state_selection in STATE_SELECTIONS)
     if not ok:
-        raise ConfigError(f"{where}: layout needs booleans, repeat and orders 1-4, shrink 0-1; "
-                          f"got {layout}")
+        raise ConfigError(f"{where}: layout needs booleans, repeat and orders 1-4, shrink 0-1, "
+                          f"state_selection one of {', '.join(STATE_SELECTIONS)}; got {layout}")
 
 
 def check_calibration(c: Calibration, where: str) -> None:
     temps = c.temperature
     if (not isinstance(temps, dict) or set(temps) != {"noul", "choice", "score"}
-            or not all(isinstance(t, (int, float)) and t > 0 for t in temps.values())):
+            or not all(_number(t) and 0 < t < math.inf for t in temps.values())):
         raise ConfigError(f"{where}: calibration.temperature needs noul, choice and score > 0")
-    if not 0 <= c.noul_floor < 0.5 or not 0 <= c.reread_below <= 1:
-        raise ConfigError(f"{where}: noul_floor must be in [0, 0.5), reread_below in [0, 1]")
+    if not (_number(c.noul_floor) and (c.noul_floor == 0 or 0.5 < c.noul_floor < 1)
+            and _number(c.reread_below) and 0 <= c.reread_below <= 1):
+        raise ConfigError(f"{where}: noul_floor must be 0 (off) or in (0.5, 1), reread_below in [0, 1]")
+
+
+def _number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)

@@ -2,10 +2,11 @@
 
 Owns: Decision, Question, Option, Read, ReadResult and Answer (frozen dataclasses).
 Never: parses JSON, knows an API's field names, or talks to vLLM.
-In: built by an adapter (systemone.py). Out: read by layout, engine, readout and the adapter.
+In: built by an adapter (systemone.py, decisions.py). Out: read by layout, engine, readout and the adapter.
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 NOUL, CHOICE, SCORE = "noul", "choice", "score"
@@ -14,6 +15,11 @@ KINDS = (NOUL, CHOICE, SCORE)
 # onepass engine plugin). Clients may also say "one-way" / "two-way".
 CAUSAL, TWO_WAY = "causal", "bidirectional"
 MODE_NAMES = {"causal": CAUSAL, "one-way": CAUSAL, "bidirectional": TWO_WAY, "two-way": TWO_WAY}
+
+
+def compact_json(value) -> str:
+    """The one compact rendering of JSON the model reads (states, text-valued fields)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 @dataclass(frozen=True)
@@ -37,7 +43,8 @@ class Decision:
     state: object  # text, or a JSON object/array (layout renders it)
     questions: tuple[Question, ...]
     attention_mode: str = CAUSAL  # resolved: the request's choice, else the profile's default
-    layout: object = None  # a config.Layout overriding the profile's (a re-read), or None
+    layout: object = None  # a config.Layout overriding the profile's (kwargs, a re-read), or None
+    calibration: object = None  # a config.Calibration overriding the profile's (kwargs), or None
 
 
 @dataclass(frozen=True)
@@ -49,12 +56,14 @@ class Read:
     order_of_label: tuple[int, ...] = ()  # label i sits in option listing order_of_label[i]
     question: int = 0  # index of the question this read answers
     attention_mode: str = CAUSAL
+    whole_tokens: int = 0  # the uncut prompt's tokens when fitting cut the state (else 0)
 
 
 @dataclass(frozen=True)
 class ReadResult:
     label_logprobs: tuple[float, ...]  # natural log, full-vocabulary log-softmax
     num_prompt_tokens: int
+    num_cached_tokens: int = 0  # of those, served from vLLM's prefix cache
 
 
 @dataclass(frozen=True)
@@ -72,3 +81,6 @@ class Outcome:
     num_input_tokens: int
     attention_mode: str  # how the reads were made; every response says it
     rereads: int = 0  # questions read a second time (calibration.reread_below)
+    reread_below: float = 0.0  # the threshold that applied (0: re-reading off)
+    num_cached_tokens: int = 0  # input tokens vLLM served from its prefix cache
+    selections: tuple = ()  # fitting.Selection per question whose state was cut to fit

@@ -7,9 +7,11 @@ In: Reads. Out: ReadResults, in the same order.
 """
 from __future__ import annotations
 
+import hashlib
 import http.client
 import json
 import queue
+import threading
 import time
 import urllib.parse
 from concurrent.futures import ThreadPoolExecutor
@@ -19,6 +21,7 @@ from .errors import EngineFailed, EngineUnavailable, InvalidRequest, Problem
 
 MAX_LOGPROB_TOKEN_IDS = 128  # vLLM 0.32's cap on logprob_token_ids per request
 IDLE_KEEPALIVE_S = 4.0  # uvicorn (vLLM) closes idle keep-alive connections after 5 s
+COUNT_CACHE = 50_000  # token counts kept (32-byte keys)
 CONTEXT_MARKERS = ("maximum context length", "maximum model length", "too many tokens",
                    "one-step budget")  # the last: the engine plugin's two-way prompt limit
 
@@ -36,6 +39,8 @@ class Engine:
         self._idle: queue.LifoQueue = queue.LifoQueue()
         self._pool = ThreadPoolExecutor(max_workers=num_connections,
                                         thread_name_prefix="engine")
+        self._counts: dict[bytes, int] = {}  # sha256 of a text -> its token count
+        self._counts_lock = threading.Lock()
 
     # -- HTTP ---------------------------------------------------------------------------
     def _connection(self, fresh: bool) -> tuple[http.client.HTTPConnection, bool]:
@@ -95,15 +100,15 @@ class Engine:
         so longer label lists are read in slices of the same prompt (the later slices hit the
         prefix cache); the values are full-vocabulary log-softmax, so slices combine exactly."""
         ids = read.label_token_ids
-        logprobs, num_prompt_tokens = [], 0
+        logprobs, counts = [], []
         for start in range(0, len(ids), MAX_LOGPROB_TOKEN_IDS):
             part = ids[start:start + MAX_LOGPROB_TOKEN_IDS]
-            values, num_prompt_tokens = self._read_slice(read.prompt, part,
-                                                         read.attention_mode)
+            values, tokens, cached = self._read_slice(read.prompt, part, read.attention_mode)
             logprobs.extend(values)
-        return ReadResult(tuple(logprobs), num_prompt_tokens)
+            counts.append((tokens, cached))
+        return ReadResult(tuple(logprobs), *counts[0])  # the prompt counts once
 
-    def _read_slice(self, prompt: str, ids, attention_mode: str) -> tuple[list[float], int]:
+    def _read_slice(self, prompt: str, ids, attention_mode: str) -> tuple[list[float], int, int]:
         body = {"model": self.model, "prompt": prompt, "max_tokens": 1, "temperature": 0.0,
                 "logprobs": 1, "logprob_token_ids": list(ids),
                 "return_tokens_as_token_ids": True, "add_special_tokens": False}
@@ -113,7 +118,9 @@ class Engine:
         try:
             top = doc["choices"][0]["logprobs"]["top_logprobs"][0]
             by_id = {int(k.split(":", 1)[1]): v for k, v in top.items()}
-            return [float(by_id[t]) for t in ids], int(doc["usage"]["prompt_tokens"])
+            usage = doc["usage"]
+            cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
+            return [float(by_id[t]) for t in ids], int(usage["prompt_tokens"]), int(cached)
         except (KeyError, IndexError, TypeError, ValueError) as e:
             raise EngineFailed(f"vLLM's completion lacks the label log-probs ({e!r})") from None
 
@@ -133,8 +140,24 @@ class Engine:
     def tokenize(self, **body) -> list[int]:
         return self._checked("POST", "/tokenize", {"model": self.model, **body})["tokens"]
 
-    def served_models(self) -> list[str]:
-        return [m.get("id") for m in self._checked("GET", "/v1/models").get("data", [])]
+    def count(self, texts: list[str]) -> list[int]:
+        """Token counts (no special tokens), the missing ones tokenized concurrently; texts seen
+        before (a state's parts, asked about by several questions) come from a bounded cache."""
+        keys = [hashlib.sha256(t.encode()).digest() for t in texts]
+        missing = {k: t for k, t in zip(keys, texts) if k not in self._counts}
+        counted = self.map(lambda t: len(self.tokenize(prompt=t, add_special_tokens=False)),
+                           list(missing.values()))
+        with self._counts_lock:
+            found = {k: self._counts[k] for k in keys if k in self._counts}
+            found.update(zip(missing, counted))
+            self._counts.update(zip(missing, counted))
+            while len(self._counts) > COUNT_CACHE:  # oldest first (dicts keep insertion order)
+                del self._counts[next(iter(self._counts))]
+        return [found[k] for k in keys]
+
+    def served_models(self) -> list[dict]:
+        """vLLM's model cards: `id` and `max_model_len` among others."""
+        return self._checked("GET", "/v1/models").get("data", [])
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)

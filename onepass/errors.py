@@ -20,6 +20,7 @@ class Problem:
 class OnepassError(Exception):
     status = 500
     error_type = "internal_error"
+    code = None  # OpenAI's machine code, where one applies (model_not_found, ...)
 
     def __init__(self, message: str, *, retry_after_ms: int | None = None):
         super().__init__(message)
@@ -57,6 +58,11 @@ class AuthInvalid(OnepassError):
 class NotFound(OnepassError):
     status = 404
     error_type = "not_found"
+
+
+class ModelNotFound(NotFound):
+    """The request names a model this server does not serve."""
+    code = "model_not_found"
 
 
 class MethodNotAllowed(OnepassError):

@@ -9,6 +9,7 @@ In: an Engine and the Profile. Out: a LabelSet.
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 
 from .config import Profile
@@ -17,6 +18,7 @@ from .engine import Engine
 from .layout import LabelSet, layout, wrap_chat
 from .readout import label_distribution
 
+log = logging.getLogger("onepass")
 TWO_WAY_MIN_SHIFT = 1e-3  # nats; fp32 reruns of one read agree to ~1e-6, two-way moves 1-12
 REFERENCE_TOLERANCE = 0.05  # probability, per label
 
@@ -25,11 +27,15 @@ class GuardFailed(Exception):
     pass
 
 
-def check_served_model(engine: Engine, profile: Profile) -> None:
-    served = engine.served_models()
-    if profile.served_model_name not in served:
-        raise GuardFailed(f"vLLM serves {served}, not the profile's model "
+def check_served_model(engine: Engine, profile: Profile) -> int:
+    """The context length vLLM serves the profile's model with (at most the profile's)."""
+    cards = {m.get("id"): m for m in engine.served_models()}
+    if profile.served_model_name not in cards:
+        raise GuardFailed(f"vLLM serves {sorted(cards)}, not the profile's model "
                           f"{profile.served_model_name!r}")
+    served = cards[profile.served_model_name].get("max_model_len")
+    return min(profile.max_model_len, served) if isinstance(served, int) else \
+        profile.max_model_len
 
 
 def check_tokenizer_contract(engine: Engine, path: Path) -> None:
@@ -116,8 +122,13 @@ def two_way_live(engine: Engine, profile: Profile, labels: LabelSet) -> bool:
     return live
 
 
-def run_guard(engine: Engine, profile: Profile, root: Path) -> LabelSet:
-    check_served_model(engine, profile)
-    check_tokenizer_contract(engine, root / profile.tokenizer_contract)
+def run_guard(engine: Engine, profile: Profile, root: Path) -> tuple[LabelSet, int]:
+    """The verified labels and the context length to fit prompts into."""
+    max_len = check_served_model(engine, profile)
+    if profile.tokenizer_contract:
+        check_tokenizer_contract(engine, root / profile.tokenizer_contract)
+    else:  # the chat-template and label checks below still run through the model's tokenizer
+        log.warning("profile has no tokenizer contract yet: write one with "
+                    "tools/tokenizer_contract.py; tokenizer drift is not checked")
     check_chat_template(engine, profile)
-    return verified_labels(engine, profile)
+    return verified_labels(engine, profile), max_len

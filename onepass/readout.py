@@ -92,7 +92,9 @@ def question_probabilities(question: Question, pairs, calibration: Calibration,
         weight = shrink * disagreement(per_order, probs)
         probs = [(1 - weight) * p + weight / n for p in probs]
     if question.kind == NOUL and calibration.noul_floor:
-        yes = min(max(probs[0], calibration.noul_floor), 1 - calibration.noul_floor)
+        # The chosen side is reported at no less than the floor; the choice never changes.
+        floor = calibration.noul_floor
+        yes = max(probs[0], floor) if probs[0] >= 0.5 else min(probs[0], 1 - floor)
         probs = [yes, 1 - yes]
     return probs
 
@@ -122,7 +124,28 @@ def probabilities(decision: Decision, reads: list[Read], results: list[ReadResul
 
 
 def outcome(decision: Decision, probs: list[list[float]], results: list[ReadResult],
-            rereads: int = 0) -> Outcome:
+            rereads: int = 0, reread_below: float = 0.0, reads: list[Read] = (),
+            selections: tuple = ()) -> Outcome:
+    """The answers and the counts. Input tokens count the whole input: a read whose state was
+    cut to fit counts the uncut prompt's tokens."""
     answers = tuple(answer(q, p) for q, p in zip(decision.questions, probs))
-    return Outcome(answers, sum(res.num_prompt_tokens for res in results),
-                   decision.attention_mode, rereads)
+    whole = [r.whole_tokens for r in reads] or [0] * len(results)
+    return Outcome(answers, sum(max(res.num_prompt_tokens, w) for res, w in zip(results, whole)),
+                   decision.attention_mode, rereads, reread_below,
+                   sum(res.num_cached_tokens for res in results), tuple(selections))
+
+
+def effort_used(outcome: Outcome, key) -> dict | None:
+    """The response extension saying what was done beyond one plain read per question: the
+    re-read (when on) and, per question whose state was cut to fit, what it kept; `key(i)`
+    names question i in the adapter's terms. None when there is nothing to say."""
+    effort = {}
+    if outcome.reread_below:
+        effort["reread"] = {"below": outcome.reread_below,
+                            "first_weight": round(REREAD_FIRST_WEIGHT, 4),
+                            "questions": outcome.rereads}
+    if outcome.selections:
+        effort["state_selection"] = [{**key(s.question), "kept_tokens": s.kept_tokens,
+                                      "total_tokens": s.total_tokens, "method": s.method}
+                                     for s in outcome.selections]
+    return effort or None

@@ -11,6 +11,7 @@ import hmac
 import json
 import logging
 import math
+import re
 import sys
 import threading
 import time
@@ -19,13 +20,12 @@ from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from . import readout, systemone, transport
-from .config import ConfigError, Layout, Settings, check_layout
+from . import decisions, fitting, readout, systemone, transport
+from .config import Calibration, ConfigError, Layout, Settings, check_calibration, check_layout
 from .decision import CAUSAL, NOUL, TWO_WAY, Decision, Outcome
 from .engine import Engine
 from .errors import (AuthInvalid, AuthMissing, BadRequest, EngineUnavailable, InvalidRequest,
                      MethodNotAllowed, NotFound, NotReady, OnepassError, Overloaded, Problem)
-from .layout import layout
 from .probes import GuardFailed, run_guard, two_way_live
 from .warmup import warmup_bodies
 
@@ -33,7 +33,11 @@ log = logging.getLogger("onepass")
 WARMING, READY, FAILED = "warming", "ready", "failed"
 CLIENT_GONE = (TimeoutError, ConnectionError)  # a client that stalled or left: nothing to answer
 ROUTES = {"/health": ("GET",), "/v1/models": ("GET",), "/v1/systemone": ("POST",),
-          "/systemone": ("POST",)}
+          "/systemone": ("POST",), "/v1/decisions": ("POST",), "/decisions": ("POST",)}
+# The two APIs: each adapter module has parse(body, **limits) -> (Decision, meta),
+# render(outcome, decision, meta) -> dict and render_error(err); everything between is shared.
+ADAPTERS = {"/v1/systemone": systemone, "/systemone": systemone,
+            "/v1/decisions": decisions, "/decisions": decisions}
 
 
 class Service:
@@ -46,45 +50,66 @@ class Service:
                              num_connections=settings.engine_connections)
         self.labels = None
         self.two_way = False  # set by the start-up probe: the engine plugin reads two-way
+        self.max_len = self.profile.max_model_len  # the served context, learnt at start-up
+        self.two_way_budget = None  # the plugin's one-step budget, learnt from its first refusal
         self.phase, self.reason = WARMING, "waiting for vLLM"
         self.slots = threading.BoundedSemaphore(settings.max_in_flight)
 
-    def decide(self, raw: bytes, headers) -> dict:
-        """The request path for /v1/systemone, one line per stage."""
+    def decide(self, raw: bytes, headers, api=systemone) -> dict:
+        """The request path for either API, one line per stage."""
         body = transport.parse_json(transport.decode(raw, headers.get("Content-Encoding", ""),
                                     self.settings.max_decoded_bytes),
                                     headers.get("Content-Type", ""))
-        decision, ids = systemone.parse(body, max_choice_options=self.max_choice_options,
-                                        max_questions=self.settings.max_questions,
-                                        resolve_model=self.resolve_model,
-                                        resolve_mode=self.resolve_mode,
-                                        resolve_layout=self.resolve_layout)
-        outcome = self.answer(decision)
-        return systemone.render(outcome, decision, ids, body,
-                                reread_below=self.profile.calibration.reread_below)
+        decision, meta = api.parse(body, max_choice_options=self.max_choice_options,
+                                   max_questions=self.settings.max_questions,
+                                   resolve_model=self.resolve_model,
+                                   resolve_mode=self.resolve_mode,
+                                   resolve_options=self.resolve_options)
+        return api.render(self.answer(decision), decision, meta)
 
     def answer(self, decision: Decision) -> Outcome:
-        """Lay out, read, turn into probabilities; then read uncertain choice and score
-        questions a second time with the request written twice, blended 2:1 (first:second)."""
-        calibration, opts = self.profile.calibration, decision.layout or self.profile.layout
-        reads = layout(decision, self.profile, self.labels)
-        results = self.engine.read_all(reads)
+        """Lay out (each question fitted to the context), read, turn into probabilities; then
+        read uncertain choice and score questions a second time with the request written
+        twice, blended 2:1 (first:second)."""
+        calibration, opts = self.calibration(decision), decision.layout or self.profile.layout
+        reads, selections, results = self.read(decision)
         probs = readout.probabilities(decision, reads, results, calibration, opts.shrink)
         unsure = [i for i, (q, p) in enumerate(zip(decision.questions, probs))
                   if q.kind != NOUL and max(p) < calibration.reread_below]
+        rereads = 0
         if unsure:
             again = replace(decision, questions=tuple(decision.questions[i] for i in unsure),
                             layout=replace(opts, repeat=min(4, 2 * opts.repeat)))
             try:
-                more_reads = layout(again, self.profile, self.labels)
-                more = self.engine.read_all(more_reads)
-            except InvalidRequest:  # the doubled request does not fit: the first answer stands
-                return readout.outcome(decision, probs, results)
+                more_reads, _, more = self.read(again)
+            except InvalidRequest:  # the doubled question cannot fit: the first answer stands
+                return readout.outcome(decision, probs, results, 0, calibration.reread_below,
+                                       reads, selections)
             second = readout.probabilities(again, more_reads, more, calibration, opts.shrink)
             for i, p in zip(unsure, second):
                 probs[i] = readout.blend(probs[i], p, readout.REREAD_FIRST_WEIGHT)
-            results = results + more
-        return readout.outcome(decision, probs, results, len(unsure))
+            reads, results, rereads = reads + more_reads, results + more, len(unsure)
+        return readout.outcome(decision, probs, results, rereads, calibration.reread_below,
+                               reads, selections)
+
+    def read(self, decision: Decision):
+        """(reads, selections, results): every question fitted into the context, then read. A
+        two-way read refused for the plugin's one-step budget teaches the shim that budget; the
+        question is then fitted to it and read again."""
+        for _ in range(2):
+            budget = self.max_len - 1  # the one token to read follows the prompt
+            if decision.attention_mode == TWO_WAY and self.two_way_budget:
+                budget = min(budget, self.two_way_budget)
+            reads, selections = fitting.fit(decision, self.profile, self.labels,
+                                            self.engine.count, budget)
+            try:
+                return reads, selections, self.engine.read_all(reads)
+            except InvalidRequest as e:
+                learnt = re.search(r"one-step budget of (\d+)", e.message)
+                if not learnt or decision.attention_mode != TWO_WAY or self.two_way_budget:
+                    raise
+                self.two_way_budget = int(learnt.group(1))
+        raise AssertionError("unreachable: the second round re-raises")
 
     @property
     def max_choice_options(self) -> int:
@@ -95,16 +120,35 @@ class Service:
             return self.profile.model_name
         return None
 
-    def resolve_layout(self, overrides: dict | None) -> Layout:
-        """The profile's prompt techniques, with a request's `kwargs.layout` on top."""
-        if not overrides:
-            return self.profile.layout
+    def calibration(self, decision: Decision) -> Calibration:
+        return decision.calibration or self.profile.calibration
+
+    def resolve_options(self, overrides: dict) -> tuple[Layout | None, Calibration | None]:
+        """The profile's prompt techniques and calibration with a request's `kwargs.layout` and
+        `kwargs.calibration` on top (same keys and ranges; `temperature` may name some kinds);
+        None where the request overrides nothing."""
+        layout = calibration = None
         try:
-            chosen = replace(self.profile.layout, **overrides)
-            check_layout(chosen, "kwargs.layout")
+            if "layout" in overrides:
+                layout = replace(self.profile.layout, **overrides["layout"])
+                check_layout(layout, "kwargs.layout")
         except (TypeError, ConfigError) as e:
             raise InvalidRequest([Problem(("kwargs", "layout"), str(e), "value_error")]) from None
-        return chosen
+        try:
+            if "calibration" in overrides:
+                given = dict(overrides["calibration"])
+                if "fitted" in given:
+                    raise TypeError("fitted is the profile's record; a request cannot set it")
+                base = self.profile.calibration
+                temps = given.pop("temperature", {})
+                if not isinstance(temps, dict):
+                    raise TypeError("temperature must be an object of kind -> T")
+                calibration = replace(base, temperature={**base.temperature, **temps}, **given)
+                check_calibration(calibration, "kwargs.calibration")
+        except (TypeError, ConfigError) as e:
+            raise InvalidRequest([Problem(("kwargs", "calibration"), str(e),
+                                          "value_error")]) from None
+        return layout, calibration
 
     def resolve_mode(self, requested: str | None) -> str:
         mode = requested or self.profile.attention_mode
@@ -119,7 +163,7 @@ class Service:
         """Guard, then every question type through the full path; only then ready."""
         while self.labels is None:
             try:
-                labels = run_guard(self.engine, self.profile, self.root)
+                labels, self.max_len = run_guard(self.engine, self.profile, self.root)
                 self.two_way = two_way_live(self.engine, self.profile, labels)
                 self.labels = labels
             except EngineUnavailable as e:  # not up yet: keep waiting, /health says why
@@ -129,8 +173,8 @@ class Service:
                 return self._fail(f"start-up check failed: {getattr(e, 'message', e)}")
         self.reason = "warming up every question type"
         try:
-            for body in warmup_bodies(self.two_way):
-                self.decide(json.dumps(body).encode(), {})
+            for route, body in warmup_bodies(self.two_way):
+                self.decide(json.dumps(body).encode(), {}, ADAPTERS[route])
         except OnepassError as e:
             return self._fail(f"warm-up request failed: {e.message}")
         self.phase, self.reason = READY, ""
@@ -176,7 +220,7 @@ class Service:
             raise Overloaded(f"more than {self.settings.max_in_flight} requests in flight",
                              retry_after_ms=200)
         try:
-            return 200, self.decide(raw, headers)
+            return 200, self.decide(raw, headers, ADAPTERS[path])
         finally:
             self.slots.release()
 
@@ -192,13 +236,14 @@ class Service:
             raise AuthInvalid("invalid API key")
 
 
-def render_error(err: OnepassError) -> tuple[int, dict, dict]:
-    """Every error response is built here: status, body and retry headers."""
+def render_error(err: OnepassError, path: str = "") -> tuple[int, dict, dict]:
+    """Every error response is built here: status, body (in the shape of the route's API) and
+    retry headers."""
     headers = {}
     if err.retry_after_ms is not None:
         headers = {"retry-after-ms": str(err.retry_after_ms),
                    "Retry-After": str(max(1, math.ceil(err.retry_after_ms / 1000)))}
-    return err.status, systemone.render_error(err), headers
+    return (*ADAPTERS.get(path, systemone).render_error(err), headers)
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -238,12 +283,12 @@ class Handler(BaseHTTPRequestHandler):
             return status, doc, {"x-onepass-attention-mode": mode} if mode else {}
         except OnepassError as e:
             self.close_connection = self.close_connection or e.status == 413  # body unread
-            return render_error(e)
+            return render_error(e, path)
         except CLIENT_GONE:
             raise
         except Exception:  # a bug, never bad input: log it, answer a generic 500
             log.exception("internal error on %s %s (%s)", method, path, request_id)
-            return render_error(OnepassError("internal error; see the server log"))
+            return render_error(OnepassError("internal error; see the server log"), path)
 
     def _send(self, status: int, doc: dict, request_id: str, extra: dict) -> None:
         payload = json.dumps(doc, ensure_ascii=False, allow_nan=False).encode("utf-8")
@@ -266,7 +311,7 @@ class Handler(BaseHTTPRequestHandler):
         self.request_version = "HTTP/1.1"  # unparsed requests default to 0.9: no status line
         err = OnepassError(message or "malformed HTTP request")
         err.status, err.error_type = code, "bad_request" if code < 500 else "internal_error"
-        self._send(code, systemone.render_error(err), "req_" + uuid.uuid4().hex, {})
+        self._send(code, systemone.render_error(err)[1], "req_" + uuid.uuid4().hex, {})
 
     def log_message(self, fmt, *args):  # access lines come from _dispatch, without bodies
         pass

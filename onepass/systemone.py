@@ -3,81 +3,34 @@
 Owns: every System One field name, validation of a System One body (422 problems with
 "body"-rooted locations), rendering answers and errors in the contract's shape.
 Never: lays out prompts, calibrates or calls vLLM.
-In: a parsed JSON value. Out: (Decision, question ids) and response dicts.
+In: a parsed JSON value. Out: (Decision, Meta) and response dicts.
 """
 from __future__ import annotations
 
-import json
+from dataclasses import dataclass
 
-from .decision import (CHOICE, KINDS, MODE_NAMES, NOUL, SCORE, Decision, Option, Outcome,
-                       Question)
-from .errors import BadRequest, InvalidRequest, NotFound, OnepassError, Problem
-from .readout import REREAD_FIRST_WEIGHT
+from .checks import Checker, finish
+from .decision import CHOICE, KINDS, NOUL, SCORE, Decision, Option, Outcome, Question
+from .errors import InvalidRequest, OnepassError, Problem
+from .readout import effort_used
 
 QUESTION_KEYS = {"type", "instructions", "criteria"}
 MIN_LEVELS, MAX_LEVELS = 2, 10
 MAX_CHOICE_OPTIONS = 255  # the contract's official cap; the label set may lower it
 
 
-def render_text(value) -> str:
-    """Text-valued fields may be objects or arrays: the model reads those as compact JSON."""
-    if isinstance(value, str):
-        return value
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-
-
-def _is_text(value) -> bool:
-    return isinstance(value, (str, dict, list))
-
-
-class _Checker:
-    """Collects problems so that one 422 names every mistake in the body."""
-
-    def __init__(self):
-        self.problems: list[Problem] = []
-
-    def add(self, loc, msg, kind):
-        self.problems.append(Problem(tuple(loc), msg, kind))
-
-    def text(self, value, loc, *, nullable=True):
-        if value is None and nullable:
-            return None
-        if not _is_text(value):
-            self.add(loc, "expected text, an object or an array", "string_type")
-            return None
-        return render_text(value)
-
-
-def requested_modes(body: dict, check: _Checker) -> set[str]:
-    """The modes named by `attention_mode` at top level and in `kwargs` (empty: neither)."""
-    kwargs = body.get("kwargs")
-    found = {}
-    for loc, holder in ((("attention_mode",), body),
-                        (("kwargs", "attention_mode"), kwargs if isinstance(kwargs, dict) else {})):
-        if "attention_mode" in holder:
-            value = holder["attention_mode"]
-            if value not in MODE_NAMES:
-                check.add(loc, f"attention_mode must be one of {', '.join(MODE_NAMES)}; "
-                          f"got {value!r}", "enum")
-            else:
-                found[loc] = MODE_NAMES[value]
-    return set(found.values())
-
-
-def layout_overrides(body: dict, check: _Checker) -> dict | None:
-    """`kwargs.layout`: prompt-technique overrides for this request (checked by the server)."""
-    kwargs = body.get("kwargs")
-    value = kwargs.get("layout") if isinstance(kwargs, dict) else None
-    if value is not None and not isinstance(value, dict):
-        check.add(("kwargs", "layout"), "kwargs.layout must be an object", "dict_type")
-        return None
-    return value
+@dataclass(frozen=True)
+class Meta:
+    """What the response needs beyond the Decision: question ids, and each score's levels as sent
+    (echoed unchanged in its legend)."""
+    ids: tuple
+    legends: tuple  # per question: the score's criteria list, or None
 
 
 def parse(body, *, max_choice_options: int, max_questions: int, resolve_model, resolve_mode,
-          resolve_layout):
-    """Validate a /v1/systemone body; return (Decision, question ids in request order)."""
-    check = _Checker()
+          resolve_options):
+    """Validate a /v1/systemone body; return the Decision and the response metadata."""
+    check = Checker()
     if not isinstance(body, dict):
         raise InvalidRequest([Problem((), "the body must be a JSON object", "model_attributes_type")])
     for key in ("model", "state", "questions"):
@@ -93,19 +46,11 @@ def parse(body, *, max_choice_options: int, max_questions: int, resolve_model, r
         check.add(("assets",), "this server's model reads text only; image assets need a "
                   "vision-language model profile", "unsupported")
     ids, questions = _questions(body.get("questions"), check, max_choice_options, max_questions)
-    modes = requested_modes(body, check)
-    overrides = layout_overrides(body, check)
-    if check.problems:
-        raise InvalidRequest(check.problems)
-    if len(modes) > 1:
-        raise BadRequest("attention_mode and kwargs.attention_mode name different modes "
-                         f"({' and '.join(sorted(modes))}); send one")
-    concrete = resolve_model(model)
-    if concrete is None:
-        raise NotFound(f"Unknown model: {model}")
-    return Decision(model=concrete, state=state, questions=tuple(questions),
-                    attention_mode=resolve_mode(next(iter(modes), None)),
-                    layout=resolve_layout(overrides)), ids
+    return finish(check, body, model=model, state=state, questions=questions,
+                  resolve_model=resolve_model, resolve_mode=resolve_mode,
+                  resolve_options=resolve_options), \
+        Meta(tuple(ids), tuple(body["questions"][qid].get("criteria")
+                               if questions[i].kind == SCORE else None for i, qid in enumerate(ids)))
 
 
 def _questions(raw, check, max_choice_options, max_questions):
@@ -203,11 +148,10 @@ def _score(criteria, loc, check, _):
             for i, level in enumerate(criteria)]
 
 
-def render(outcome: Outcome, decision: Decision, ids: list[str], body: dict,
-           reread_below: float = 0.0) -> dict:
+def render(outcome: Outcome, decision: Decision, meta: Meta) -> dict:
     """Answers keyed by question id; score legends echo the request's levels unchanged."""
     answers = {}
-    for qid, q, a in zip(ids, decision.questions, outcome.answers):
+    for qid, q, a, legend in zip(meta.ids, decision.questions, outcome.answers, meta.legends):
         if q.kind == NOUL:
             answers[qid] = {"type": NOUL, "noul": a.score}
         elif q.kind == CHOICE:
@@ -217,21 +161,21 @@ def render(outcome: Outcome, decision: Decision, ids: list[str], body: dict,
         else:
             answers[qid] = {"type": SCORE, "score": a.score,
                             "legend": {str(j): lvl for j, lvl in
-                                       enumerate(body["questions"][qid]["criteria"])},
+                                       enumerate(legend)},
                             "probabilities": {str(j): p for j, p in enumerate(a.probabilities)},
                             "confidence": a.confidence}
     doc = {"model": decision.model, "answers": answers,
            "usage": {"input_tokens": outcome.num_input_tokens, "output_tokens": 0},
            "x_attention_mode": outcome.attention_mode}
-    if reread_below:  # extensions carry the contract's x_ prefix
-        doc["x_effort_used"] = {"reread": {"below": reread_below,
-                                           "first_weight": round(REREAD_FIRST_WEIGHT, 4),
-                                           "questions": outcome.rereads}}
+    effort = effort_used(outcome, lambda i: {"question": meta.ids[i]})
+    if effort:  # extensions carry the contract's x_ prefix
+        doc["x_effort_used"] = effort
     return doc
 
 
-def render_error(err: OnepassError) -> dict:
+def render_error(err: OnepassError) -> tuple[int, dict]:
+    """The contract's shapes: 422 `detail[]` for validation, `detail{error_type,message}` else."""
     if isinstance(err, InvalidRequest):
-        return {"detail": [{"loc": ["body", *p.loc], "msg": p.msg, "type": p.type}
-                           for p in err.problems]}
-    return {"detail": {"error_type": err.error_type, "message": err.message}}
+        return err.status, {"detail": [{"loc": ["body", *p.loc], "msg": p.msg, "type": p.type}
+                                       for p in err.problems]}
+    return err.status, {"detail": {"error_type": err.error_type, "message": err.message}}

@@ -1,6 +1,6 @@
-"""Warm-up requests: every question type once, through the full request path, before ready.
+"""Warm-up requests: every question type once through each API's full request path, before ready.
 
-Owns: the fixed warm-up bodies. Never: runs them (server.Service.warm_up does).
+Owns: the fixed warm-up bodies, each with its route. Never: runs them (server.Service.warm_up does).
 """
 from __future__ import annotations
 
@@ -23,11 +23,26 @@ WARMUP_BODIES = (
 )
 
 
-def warmup_bodies(two_way: bool) -> tuple[dict, ...]:
-    """Every question type in the default mode; with two-way live, both modes explicitly too
-    (on a GPU the two-way kernel variant compiles on first use: not on a client's clock)."""
+# /v1/decisions: message input with parts, and a typed (boolean) choice.
+DECISIONS_BODY = {
+    "model": "jev-latest",
+    "input": [{"role": "user", "content": [{"type": "input_text", "text": STATE},
+                                           {"type": "input_json", "data": {"order": 4471}}]}],
+    "questions": [{"type": "predicate", "name": "refund", "instructions": "A refund is asked for."},
+                  {"type": "choice", "instructions": "Refund approved?",
+                   "choices": [{"value": True}, {"value": False}]},
+                  {"type": "score", "instructions": "How angry?",
+                   "levels": [{"label": "calm"}, {"label": "furious"}]}]}
+
+
+def warmup_bodies(two_way: bool) -> tuple[tuple[str, dict], ...]:
+    """(route, body): every question type in the default mode on both APIs; with two-way live,
+    both modes explicitly too (on a GPU the two-way kernel variant compiles on first use: not on
+    a client's clock)."""
+    bodies = tuple(("/v1/systemone", b) for b in WARMUP_BODIES) + (("/v1/decisions",
+                                                                    DECISIONS_BODY),)
     if not two_way:
-        return WARMUP_BODIES
+        return bodies
     last = WARMUP_BODIES[-1]
-    return WARMUP_BODIES + tuple({**last, "attention_mode": mode}
-                                 for mode in ("bidirectional", "causal"))
+    return bodies + tuple(("/v1/systemone", {**last, "attention_mode": mode})
+                          for mode in ("bidirectional", "causal"))

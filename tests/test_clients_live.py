@@ -2,7 +2,7 @@
 from concurrent.futures import ThreadPoolExecutor
 
 from contract import check_response
-from test_systemone_live import CHOICE, NOUL, SCORE, TICKET, body
+from test_systemone_live import CHOICE, NOUL, SCORE, TICKET, raw
 
 
 def test_typesafe_sdk_system_one_and_models(stack):
@@ -31,8 +31,8 @@ def test_typesafe_sdk_system_one_and_models(stack):
 
 def test_sixteen_parallel_requests(stack):
     """server: 16 requests at once all answer, each equal to its answer alone."""
-    requests = [body({"refund": NOUL, "team": CHOICE, "anger": SCORE},
-                     state=f"{TICKET} (ticket {i % 4})") for i in range(16)]
+    requests = [raw({"refund": NOUL, "team": CHOICE, "anger": SCORE},
+                    state=f"{TICKET} (ticket {i % 4})") for i in range(16)]
     alone = {i: stack.request("POST", "/v1/systemone", requests[i])[2] for i in range(4)}
     with ThreadPoolExecutor(16) as pool:
         results = list(pool.map(lambda r: stack.request("POST", "/v1/systemone", r), requests))

@@ -20,13 +20,21 @@ def answer(base, body):
     return doc
 
 
+PLAIN = {"guard_line": True, "question_first": False, "repeat": 1, "orders": 1,
+         "orders_as_reads": False, "shrink": 0.0, "compact_json": True}
+UNTEMPERED = {"temperature": {"noul": 1.0, "choice": 1.0, "score": 1.0}}
+
+
 def test_layout_overrides_change_the_reading(stack):
-    """kwargs.layout: each technique answers in the contract's shape and changes the prompt
-    (so the answer); input tokens grow with repetition and listings."""
-    plain = answer(stack.url, BODY)
+    """kwargs.layout: each technique, on top of every technique off, answers in the contract's
+    shape and changes the prompt (so the answer); input tokens grow with repetition and
+    listings. Untempered (kwargs.calibration), so the differences are the model's."""
+    plain = answer(stack.url, {**BODY, "kwargs": {"layout": PLAIN, "calibration": UNTEMPERED}})
     for layout in ({"repeat": 2}, {"orders": 2}, {"orders": 2, "orders_as_reads": True,
-                                                  "shrink": 1.0}, {"question_first": True}):
-        doc = answer(stack.url, {**BODY, "kwargs": {"layout": layout}})
+                                                  "shrink": 1.0}, {"question_first": True},
+                   {"guard_line": False}):
+        doc = answer(stack.url, {**BODY, "kwargs": {"layout": {**PLAIN, **layout},
+                                                    "calibration": UNTEMPERED}})
         got, base = doc["answers"]["team"]["probabilities"], plain["answers"]["team"]["probabilities"]
         assert abs(math.fsum(got.values()) - 1) < 1e-9
         assert max(abs(got[k] - base[k]) for k in got) > 1e-4, layout
@@ -35,6 +43,24 @@ def test_layout_overrides_change_the_reading(stack):
     status, _, doc = request(stack.url, "POST", "/v1/systemone",
                              {**BODY, "kwargs": {"layout": {"repeat": 99}}})
     assert status == 422 and doc["detail"][0]["loc"] == ["body", "kwargs", "layout"]
+
+
+def test_calibration_overrides_apply_the_temperature(stack):
+    """kwargs.calibration: the noul's log-odds divide by the temperature given (the other kinds
+    keep the profile's), the floor lifts the chosen side, and a bad value is a 422 at its key."""
+    def noul(calibration):
+        doc = answer(stack.url, {**BODY, "kwargs": {"calibration": calibration}})
+        return doc["answers"]["refund"]["noul"]
+    one = noul(UNTEMPERED)
+    three = noul({"temperature": {"noul": 3.0}})
+    log_odds = math.log(one / (1 - one))
+    assert abs(log_odds) > 0.05  # far enough from 1/2 for the check to mean something
+    assert abs(math.log(three / (1 - three)) - log_odds / 3) < 1e-6
+    floored = noul({**UNTEMPERED, "noul_floor": 0.95})
+    assert abs(floored - (max(one, 0.95) if one >= 0.5 else min(one, 0.05))) < 1e-6
+    status, _, doc = request(stack.url, "POST", "/v1/systemone",
+                             {**BODY, "kwargs": {"calibration": {"temperature": {"noul": -1}}}})
+    assert status == 422 and doc["detail"][0]["loc"] == ["body", "kwargs", "calibration"]
 
 
 def test_reread_below_threshold_blends_two_to_one(stack, tmp_path):

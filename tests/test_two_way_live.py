@@ -12,8 +12,11 @@ import pytest
 from conftest import (CPU_ARGS, ROOT, SMOLLM2, clean_env, free_port, request, start_shim,
                       wait_health)
 
+# Read untempered: the probe references and the mode comparison are about the raw label odds.
+UNTEMPERED = {"calibration": {"temperature": {"noul": 1.0, "choice": 1.0, "score": 1.0}}}
 NOUL_BODY = {"model": "jev-latest", "state": "The parcel arrived crushed and the mug is broken.",
-             "questions": {"damaged": {"type": "noul", "instructions": "Was the item damaged?"}}}
+             "questions": {"damaged": {"type": "noul", "instructions": "Was the item damaged?"}},
+             "kwargs": UNTEMPERED}
 PROFILE = json.loads((ROOT / "serve_config.json").read_text())["profiles"]["smollm2-135m"]
 
 
@@ -41,7 +44,8 @@ def test_modes_through_the_shim(stack):
     assert health["attention_modes"] == ["causal", "bidirectional"]
     assert health["default_attention_mode"] == "causal"
     answers = {}
-    for extra in ({}, {"attention_mode": "two-way"}, {"kwargs": {"attention_mode": "causal"}}):
+    for extra in ({}, {"attention_mode": "two-way"},
+                  {"kwargs": {"attention_mode": "causal", **UNTEMPERED}}):
         status, headers, doc = stack.request("POST", "/v1/systemone", {**NOUL_BODY, **extra})
         assert status == 200, doc
         assert headers["x-onepass-attention-mode"] == doc["x_attention_mode"]
@@ -51,7 +55,7 @@ def test_modes_through_the_shim(stack):
     probe = PROFILE["two_way_probes"][2]
     body = {"model": "jev-latest", "state": probe["state"],
             "questions": {"p": {"type": "noul", "instructions": probe["question"]}},
-            "attention_mode": "bidirectional"}
+            "attention_mode": "bidirectional", "kwargs": UNTEMPERED}
     status, _, doc = stack.request("POST", "/v1/systemone", body)
     assert abs(doc["answers"]["p"]["noul"] - probe["reference"][0]) < 1e-3
 
