@@ -117,6 +117,15 @@ class TestParse(unittest.TestCase):
             decisions.parse(body([{**PREDICATE, "instructions": [part]}]), **LIMITS)
         self.assertIn("reads text only", ctx.exception.problems[0].msg)
 
+    def test_attention_mode_and_kwargs_as_on_systemone(self):
+        """decisions: attention_mode (extra_body, top level) and kwargs reach the Decision."""
+        seen = []
+        limits = {**LIMITS, "resolve_options": lambda o: seen.append(o) or (None, None)}
+        d, _ = decisions.parse(body([PREDICATE], attention_mode="two-way",
+                                    kwargs={"layout": {"repeat": 2}}), **limits)
+        self.assertEqual((d.attention_mode, seen), ("bidirectional", [{"layout": {"repeat": 2}}]))
+        self.assertEqual(params(body([PREDICATE], attention_mode="sideways")), ["attention_mode"])
+
     def test_unknown_model_is_404_model_not_found(self):
         with self.assertRaises(ModelNotFound):
             decisions.parse({**body([PREDICATE]), "model": "gpt-6-luna"}, **LIMITS)
