@@ -2,7 +2,7 @@
 
 Usage: .venv/bin/python bench/long_inputs.py --url http://127.0.0.1:8741 [--data PATH ...]
        [--limit N] [--times 4] [--context 2048] [--concurrency 2] [--seed 0] [--json OUT]
-       [--whole-url URL] [--dry-run]
+       [--whole-url URL] [--vllm URL] [--dry-run]
 Each eval-split item (devdata.split, `--limit` per task) gets padded copies whose state is about
 `--times` x `--context` tokens, estimated as len(text) / 4 characters (JSON as compact JSON), the
 item's own record at the start, in the middle or at the end of filler: paragraphs (blank-line
@@ -33,6 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import devdata  # noqa: E402
 import evaluate  # noqa: E402
 import metrics  # noqa: E402
+import selection_recall  # noqa: E402
 
 POSITIONS = ("start", "middle", "end")
 METHODS = ("bm25", "head_tail")
@@ -134,7 +135,9 @@ def arm_row(result: dict) -> dict:
     return {**row, "cut": len(cut), "kept_tokens": mean([s["kept_tokens"] for s in cut]),
             "total_tokens": mean([s["total_tokens"] for s in cut]),
             "kept_share": mean([s["kept_tokens"] / s["total_tokens"] for s in cut]),
-            "methods": dict(Counter(s["method"] for s in cut)), "errors": result["errors"]}
+            "methods": dict(Counter(s["method"] for s in cut)), "errors": result["errors"],
+            "record_kept": mean([r["record_kept"] for r in result["records"]
+                                 if r.get("record_kept") is not None])}
 
 
 def sign_test(b: int, c: int) -> float:
@@ -188,6 +191,10 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=0, help="filler draw")
     parser.add_argument("--json", help="write every row, the paired counts and every record here")
     parser.add_argument("--dry-run", action="store_true", help="build and check; send nothing")
+    parser.add_argument("--vllm", default=None,
+                        help="the server's vLLM: also measure the share of each record that the "
+                             "fitting keeps (bench/selection_recall.py; --context must then be "
+                             "the shim's context)")
     args = parser.parse_args(argv)
     skipped = Counter()
     all_items = devdata.load(args.data, skipped)
@@ -204,6 +211,11 @@ def main(argv=None) -> int:
         for method in METHODS:
             results[method, position] = run_arm(args.url, padded, layout[method],
                                                 args.concurrency, f"{method} {position}")
+            if args.vllm:  # the same fitting, offline: how much of the record each cut kept
+                kept = selection_recall.recall(args.vllm, items, padded, method,
+                                               args.context - 1)
+                for rec in results[method, position]["records"]:
+                    rec["record_kept"] = kept.get((rec["task"], rec["id"], rec["qid"]))
     for (arm, position), result in results.items():
         for x in result["records"] + result["decisions"]:
             x.update(arm=arm, position=position)
@@ -215,11 +227,11 @@ def main(argv=None) -> int:
     pairs = {p: paired(results["bm25", p]["records"], results["head_tail", p]["records"])
              for p in POSITIONS}
     pairs = {"all positions": paired(*(pooled[m]["records"] for m in METHODS)), **pairs}
-    cols = ("n", "accuracy", "cut", "kept_tokens", "total_tokens", "kept_share", "non_200",
-            "latency_ms_per_decision")
+    cols = ("n", "accuracy", "cut", "kept_tokens", "total_tokens", "kept_share", "record_kept",
+            "non_200", "latency_ms_per_decision")
     print("| arm | questions | accuracy | cut | kept tokens | total tokens | kept / total "
-          "| non-200 | ms/decision |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "| record kept | non-200 | ms/decision |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for name, row in rows.items():
         print(f"| {name} | " + " | ".join(evaluate.cell(row.get(c), 0 if c in (
             "kept_tokens", "total_tokens", "latency_ms_per_decision") else 3) for c in cols) + " |")
