@@ -1,0 +1,154 @@
+"""Image links: fetch an image a client names by URL without letting the link reach anything
+private.
+
+Owns: the URL rules (https only unless http is switched on, a host, no credentials), resolving
+the host and refusing it unless every address is public (no loopback, private, link-local,
+multicast, reserved, unspecified or shared ranges, IPv4 or IPv6, IPv4-mapped and other embedded
+IPv4 forms unwrapped), connecting to the address that was checked (pinned: no second lookup),
+at most MAX_REDIRECTS redirects each checked the same way, timeouts, a byte cap while reading,
+an image/* content type.
+Never: logs or echoes a URL (error messages name the image and the rule, not the link); follows
+a redirect to another scheme than allowed; retries.
+"""
+from __future__ import annotations
+
+import http.client
+import ipaddress
+import socket
+import ssl
+import urllib.parse
+from dataclasses import dataclass
+
+MAX_REDIRECTS = 3
+REDIRECTS = {301, 302, 303, 307, 308}
+
+
+class FetchRefused(Exception):
+    """The link breaks a rule or the fetch failed; the message never contains the URL."""
+
+
+def is_public(address: str) -> bool:
+    """True only for a globally routable unicast address (IPv4-in-IPv6 forms judged as IPv4)."""
+    ip = ipaddress.ip_address(address.split("%", 1)[0])
+    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped:
+        return is_public(str(ip.ipv4_mapped))  # ::ffff:a.b.c.d is a.b.c.d on the wire
+    if isinstance(ip, ipaddress.IPv6Address):
+        embedded = ip.sixtofour or (ip.teredo[1] if ip.teredo else None)
+        if embedded is None and ip in ipaddress.IPv6Network("64:ff9b::/96"):  # NAT64
+            embedded = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+        if embedded is not None and not is_public(str(embedded)):
+            return False
+    return ip.is_global and not (ip.is_multicast or ip.is_reserved or ip.is_loopback
+                                 or ip.is_link_local or ip.is_private or ip.is_unspecified)
+
+
+@dataclass(frozen=True)
+class Rules:
+    allow_http: bool = False
+    timeout_s: float = 10.0
+    max_bytes: int = 20 * 1024 * 1024
+    is_allowed: object = is_public  # address -> bool; tests swap it to reach a local server
+    resolve: object = socket.getaddrinfo  # host, port -> addrinfo list; tests swap it too
+
+
+def fetch(url: str, rules: Rules = Rules()) -> tuple[bytes, str]:
+    """(body, content type) of an image link, or FetchRefused saying which rule stopped it."""
+    for _ in range(MAX_REDIRECTS + 1):
+        scheme, host, port, target = _parts(url, rules)
+        address = _checked_address(host, port, rules)
+        conn = _connection(scheme, host, port, address, rules.timeout_s)
+        try:
+            conn.request("GET", target, headers={"Host": _host_header(host, port, scheme),
+                                                 "Accept": "image/*", "User-Agent": "onepass"})
+            response = conn.getresponse()
+            if response.status in REDIRECTS:
+                location = response.getheader("Location")
+                if not location:
+                    raise FetchRefused("a redirect without a Location")
+                url = urllib.parse.urljoin(url, location)
+                continue
+            if response.status != 200:
+                raise FetchRefused(f"the image link answered HTTP {response.status}")
+            kind = (response.getheader("Content-Type") or "").split(";")[0].strip().lower()
+            if not kind.startswith("image/"):
+                raise FetchRefused(f"the link's content type is {kind or 'missing'}, not image/*")
+            declared = response.getheader("Content-Length")
+            if declared and declared.isdigit() and int(declared) > rules.max_bytes:
+                raise FetchRefused(f"the image is larger than {rules.max_bytes} bytes")
+            body = response.read(rules.max_bytes + 1)
+            if len(body) > rules.max_bytes:
+                raise FetchRefused(f"the image is larger than {rules.max_bytes} bytes")
+            return body, kind
+        except (OSError, http.client.HTTPException) as e:
+            raise FetchRefused(f"fetching the image failed ({type(e).__name__})") from None
+        finally:
+            conn.close()
+    raise FetchRefused(f"more than {MAX_REDIRECTS} redirects")
+
+
+def _parts(url: str, rules: Rules) -> tuple[str, str, int, str]:
+    try:
+        parts = urllib.parse.urlsplit(url)
+        port = parts.port
+    except ValueError:
+        raise FetchRefused("the image link is not a valid URL") from None
+    allowed = ("https", "http") if rules.allow_http else ("https",)
+    if parts.scheme not in allowed:
+        raise FetchRefused(f"image links must use {' or '.join(allowed)}")
+    if parts.username is not None or parts.password is not None:
+        raise FetchRefused("image links must not carry credentials")
+    if not parts.hostname:
+        raise FetchRefused("the image link has no host")
+    target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    return parts.scheme, parts.hostname, port or (443 if parts.scheme == "https" else 80), target
+
+
+def _checked_address(host: str, port: int, rules: Rules) -> str:
+    """Every address the name resolves to must be allowed; the first one is used (pinned)."""
+    try:
+        infos = rules.resolve(host, port, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError):
+        raise FetchRefused("the image link's host does not resolve") from None
+    addresses = [info[4][0] for info in infos]
+    if not addresses:
+        raise FetchRefused("the image link's host does not resolve")
+    for address in addresses:
+        try:
+            allowed = rules.is_allowed(address)
+        except ValueError:
+            allowed = False
+        if not allowed:
+            raise FetchRefused("the image link resolves to an address that is not public")
+    return addresses[0]
+
+
+def _host_header(host: str, port: int, scheme: str) -> str:
+    shown = f"[{host}]" if ":" in host else host
+    default = 443 if scheme == "https" else 80
+    return shown if port == default else f"{shown}:{port}"
+
+
+def _connection(scheme: str, host: str, port: int, address: str, timeout: float):
+    """A connection to the checked address; TLS still verifies the certificate for the host."""
+    if scheme == "https":
+        return _PinnedHTTPS(host, port, address, timeout)
+    return _PinnedHTTP(host, port, address, timeout)
+
+
+class _PinnedHTTP(http.client.HTTPConnection):
+    def __init__(self, host, port, address, timeout):
+        super().__init__(host, port, timeout=timeout)
+        self.address = address
+
+    def connect(self):
+        self.sock = socket.create_connection((self.address, self.port), self.timeout)
+
+
+class _PinnedHTTPS(http.client.HTTPSConnection):
+    def __init__(self, host, port, address, timeout):
+        super().__init__(host, port, timeout=timeout, context=ssl.create_default_context())
+        self.address = address
+
+    def connect(self):
+        sock = socket.create_connection((self.address, self.port), self.timeout)
+        self.sock = self._context.wrap_socket(sock, server_hostname=self.host)

@@ -1,0 +1,148 @@
+"""Stdlib-only tests of fetching image links safely (onepass/fetch.py): the address rules for every
+blocked range, and a local HTTP server for redirects into them, DNS answers into them, pinning,
+size, type and time limits. Run: python3 -m unittest test_fetch
+"""
+import ipaddress
+import socket
+import threading
+import time
+import unittest
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from onepass import fetch
+
+PNG = b"\x89PNG\r\n\x1a\n" + b"\0" * 64
+BLOCKED = ["127.0.0.1", "127.255.255.254", "10.1.2.3", "172.16.0.1", "192.168.1.1",
+           "169.254.169.254", "100.64.0.1", "0.0.0.0", "224.0.0.1", "240.0.0.1",
+           "255.255.255.255", "192.0.2.1", "198.18.0.1", "::1", "::", "fe80::1", "fc00::1",
+           "ff02::1", "::ffff:127.0.0.1", "::ffff:10.0.0.1", "::ffff:169.254.169.254",
+           "2002:a00:1::", "64:ff9b::7f00:1", "2001:db8::1", "fe80::1%eth0"]
+PUBLIC = ["8.8.8.8", "1.1.1.1", "2606:4700:4700::1111", "::ffff:8.8.8.8", "2002:808:808::"]
+
+
+class Images(BaseHTTPRequestHandler):
+    def do_GET(self):
+        routes = {
+            "/img.png": (200, {"Content-Type": "image/png"}, PNG),
+            "/page": (200, {"Content-Type": "text/html"}, b"<html>"),
+            "/big": (200, {"Content-Type": "image/png"}, PNG * 2000),
+            "/to-private": (302, {"Location": "http://10.0.0.1/img.png"}, b""),
+            "/to-metadata": (302, {"Location": "http://169.254.169.254/latest"}, b""),
+            "/to-v6-loopback": (302, {"Location": "http://[::1]/img.png"}, b""),
+            "/to-mapped": (302, {"Location": "http://[::ffff:127.0.0.2]/img.png"}, b""),
+            "/to-name": (302, {"Location": f"http://inside.test:{self.server.server_port}/img.png"},
+                         b""),
+            "/to-https": (302, {"Location": "https://public.test/img.png"}, b""),
+        }
+        if self.path.startswith("/hop/"):
+            left = int(self.path.split("/")[2])
+            target = "/img.png" if left == 0 else f"/hop/{left - 1}"
+            routes[self.path] = (302, {"Location": target}, b"")
+        if self.path == "/slow":
+            time.sleep(3)
+        status, headers, body = routes.get(self.path, (404, {}, b""))
+        self.send_response(status)
+        for k, v in headers.items():
+            self.send_header(k, v)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+class TestAddresses(unittest.TestCase):
+    def test_every_blocked_range_is_refused(self):
+        for address in BLOCKED:
+            self.assertFalse(fetch.is_public(address), address)
+        for address in PUBLIC:
+            self.assertTrue(fetch.is_public(address), address)
+
+    def test_url_rules(self):
+        for url, why in (("http://example.com/a.png", "https"), ("ftp://example.com/a", "https"),
+                         ("https://user:pw@example.com/a.png", "credentials"),
+                         ("https:///a.png", "no host"), ("https://example.com:99999/", "valid")):
+            with self.assertRaises(fetch.FetchRefused) as ctx:
+                fetch.fetch(url)
+            self.assertIn(why, str(ctx.exception))
+            self.assertNotIn("example.com", str(ctx.exception))
+
+
+class TestLocalServer(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.server = ThreadingHTTPServer(("127.0.0.1", 0), Images)
+        cls.server.daemon_threads = True
+        threading.Thread(target=cls.server.serve_forever, daemon=True).start()
+        cls.port = cls.server.server_port
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.shutdown()
+        cls.server.server_close()
+
+    def setUp(self):
+        self.lookups = []
+
+    def resolve(self, host, port, type=0):
+        """A DNS that knows the test names; public.test is this server, 'made public' below."""
+        self.lookups.append(host)
+        try:  # an address literal resolves to itself, as with the system resolver
+            ip = ipaddress.ip_address(host)
+            family = socket.AF_INET6 if ip.version == 6 else socket.AF_INET
+            return [(family, socket.SOCK_STREAM, 6, "", (host, port))]
+        except ValueError:
+            pass
+        table = {"public.test": ["127.0.0.1"], "inside.test": ["192.168.7.7"],
+                 "mixed.test": ["127.0.0.1", "10.0.0.9"], "127.0.0.1": ["127.0.0.1"]}
+        if host not in table:
+            raise socket.gaierror("unknown")
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (a, port)) for a in table[host]]
+
+    def rules(self, **kw):
+        """http allowed; this server's address counts as public, every other rule as shipped."""
+        return fetch.Rules(allow_http=True, timeout_s=1.0, resolve=self.resolve,
+                           is_allowed=lambda a: a == "127.0.0.1" or fetch.is_public(a), **kw)
+
+    def url(self, path, host="public.test"):
+        return f"http://{host}:{self.port}{path}"
+
+    def refused(self, url, why, **kw):
+        with self.assertRaises(fetch.FetchRefused) as ctx:
+            fetch.fetch(url, self.rules(**kw))
+        self.assertIn(why, str(ctx.exception))
+        self.assertNotIn(str(self.port), str(ctx.exception))  # never the link itself
+
+    def test_fetches_an_image_on_the_checked_address(self):
+        body, kind = fetch.fetch(self.url("/img.png"), self.rules())
+        self.assertEqual((body, kind), (PNG, "image/png"))
+        self.assertEqual(self.lookups, ["public.test"])  # one lookup, then that address
+
+    def test_redirects_into_blocked_ranges_are_refused(self):
+        for path in ("/to-private", "/to-metadata", "/to-v6-loopback", "/to-mapped", "/to-name"):
+            self.refused(self.url(path), "not public")
+
+    def test_dns_answers_into_blocked_ranges_are_refused(self):
+        self.refused(self.url("/img.png", "inside.test"), "not public")
+        self.refused(self.url("/img.png", "mixed.test"), "not public")  # one bad answer is enough
+        self.refused(self.url("/img.png", "nowhere.test"), "does not resolve")
+
+    def test_at_most_three_redirects(self):
+        body, _ = fetch.fetch(self.url("/hop/2"), self.rules())  # 3 redirects
+        self.assertEqual(body, PNG)
+        self.refused(self.url("/hop/3"), "more than 3 redirects")
+
+    def test_type_size_time_and_scheme_limits(self):
+        self.refused(self.url("/page"), "not image/*")
+        self.refused(self.url("/big"), "larger than", max_bytes=10_000)
+        started = time.monotonic()
+        self.refused(self.url("/slow"), "failed")
+        self.assertLess(time.monotonic() - started, 2.5)
+        self.refused(self.url("/missing"), "HTTP 404")
+        with self.assertRaises(fetch.FetchRefused):  # http is off unless switched on
+            fetch.fetch(self.url("/img.png"), fetch.Rules(resolve=self.resolve))
+
+
+if __name__ == "__main__":
+    unittest.main()
