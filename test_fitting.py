@@ -103,7 +103,7 @@ class TestFit(unittest.TestCase):
                  "events": [{"note": t} for t in filler(120)]
                  + [{"note": "Invoice 88 was refunded in full."}],
                  "tail": "end"}
-        parts = fitting.split(state, True)
+        parts = fitting.split(state)
         self.assertEqual(parts[0].text, "customer.name: Ada")
         self.assertEqual(parts[-2].text, "events[120].note: Invoice 88 was refunded in full.")
         reads, [sel] = fitting.fit(decision(state), PROFILE, LABELS, words, 400)
@@ -123,7 +123,7 @@ class TestFit(unittest.TestCase):
             self.assertIn("team2", read.prompt)
 
     def test_long_paragraph_is_cut_into_pieces(self):
-        parts = fitting.split("word " * 2000, True)
+        parts = fitting.split("word " * 2000)
         self.assertGreater(len(parts), 5)
         self.assertTrue(all(len(p.text) <= fitting.MAX_PART_CHARS for p in parts))
 

@@ -7,7 +7,6 @@ measuring per question the share of the original record's parts (fitting.split: 
 JSON leaf values) that appear in every one of its fitted prompts.
 Never: reads with the model; the answers come from the server (long_inputs.py).
 """
-import json
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -15,6 +14,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from onepass import config, fitting, systemone  # noqa: E402
+from onepass.decision import compact_json  # noqa: E402
 from onepass.engine import Engine  # noqa: E402
 from onepass.probes import verified_labels  # noqa: E402
 
@@ -24,7 +24,7 @@ def shown(part: fitting.Part) -> str:
     compact JSON writes it (a string without its quotes)."""
     if not part.path:
         return part.text
-    text = json.dumps(part.value, ensure_ascii=False, separators=(",", ":"))
+    text = compact_json(part.value)
     return text[1:-1] if isinstance(part.value, str) else text
 
 
@@ -43,7 +43,7 @@ def recall(vllm_url: str, originals: list, padded: list, method: str, budget: in
                 resolve_model=lambda m: m, resolve_mode=lambda mode: mode or "causal",
                 resolve_options=lambda o: (opts, None))
             reads, _ = fitting.fit(decision, profile, labels, engine.count, budget)
-            parts = [shown(p) for p in fitting.split(original["body"]["state"], True)]
+            parts = [shown(p) for p in fitting.split(original["body"]["state"])]
             for i, qid in enumerate(meta.ids):
                 prompts = [r.prompt for r in reads if r.question == i]
                 kept = sum(all(p in prompt for prompt in prompts) for p in parts)

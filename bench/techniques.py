@@ -14,18 +14,19 @@ decision (mean, at --concurrency requests at once).
 import argparse
 import json
 import sys
+from dataclasses import asdict
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parent.parent)]
 import devdata  # noqa: E402
 import evaluate  # noqa: E402
 import fit_calibration  # noqa: E402
 import metrics  # noqa: E402
+from onepass.config import Layout  # noqa: E402
 
 # Every row spells its whole layout and untempered calibration (so the table does not move when
 # the profile's defaults do); PROFILE_ROW sends no override: the embedded profile as it stands.
-PLAIN = {"guard_line": True, "question_first": False, "repeat": 1, "orders": 1,
-         "orders_as_reads": False, "shrink": 0.0, "compact_json": True}
+PLAIN = asdict(Layout())  # every technique off: the dataclass defaults
 UNTEMPERED = {"temperature": {"noul": 1.0, "choice": 1.0, "score": 1.0}, "noul_floor": 0.0,
               "reread_below": 0.0}
 CONFIGS = {

@@ -8,15 +8,10 @@ Never: knows either API's question shapes or renders a response.
 """
 from __future__ import annotations
 
-from .decision import MODE_NAMES, Decision, compact_json
+from .decision import MODE_NAMES, Decision, as_text
 from .errors import BadRequest, InvalidRequest, ModelNotFound, Problem
 
 OPTION_KEYS = ("layout", "calibration")
-
-
-def render_text(value) -> str:
-    """Text-valued fields may be objects or arrays: the model reads those as compact JSON."""
-    return value if isinstance(value, str) else compact_json(value)
 
 
 class Checker:
@@ -34,7 +29,7 @@ class Checker:
         if not isinstance(value, (str, dict, list)):
             self.add(loc, "expected text, an object or an array", "string_type")
             return None
-        return render_text(value)
+        return as_text(value)  # objects and arrays are read as compact JSON
 
 
 def requested_modes(body: dict, check: Checker) -> set[str]:

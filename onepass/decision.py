@@ -22,6 +22,11 @@ def compact_json(value) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
+def as_text(value) -> str:
+    """Text stays as sent; any other JSON value is read as compact JSON."""
+    return value if isinstance(value, str) else compact_json(value)
+
+
 @dataclass(frozen=True)
 class Option:
     """One answer the model can pick; `key` is echoed to the client byte for byte."""

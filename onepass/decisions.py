@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .checks import Checker, finish, render_text
-from .decision import CHOICE, NOUL, SCORE, Decision, Option, Outcome, Question
+from .checks import Checker, finish
+from .decision import CHOICE, NOUL, SCORE, Decision, Option, Outcome, Question, as_text
 from .errors import (AuthInvalid, AuthMissing, InvalidRequest, ModelNotFound, OnepassError,
                      Problem)
 from .readout import effort_used
@@ -174,7 +174,7 @@ def _part(part: dict, kind: str, loc, check: Checker) -> str | None:
             check.add(loc + ("data",), "input_json data must be an object or an array",
                       "invalid_type")
             return None
-        text = render_text(data)
+        text = as_text(data)
         if _too_big(data, 0, [0]) or len(text.encode()) > JSON_BYTES:
             check.add(loc + ("data",), f"input_json data is limited to {JSON_DEPTH} levels, "
                       f"{JSON_VALUES} values and {JSON_BYTES // 1024} KiB", "invalid_value")

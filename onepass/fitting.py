@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 
 from .bm25 import BM25, terms
 from .config import STATE_SELECTIONS
-from .decision import Decision, Option, Question, Read, compact_json
+from .decision import Decision, Option, Question, Read, as_text
 from .layout import question_reads, render_state
 
 BM25_METHOD, HEAD_TAIL = STATE_SELECTIONS
@@ -72,7 +72,7 @@ def _fit_question(decision, profile, labels, count, budget, i, q, total, opts):
         method += "+question_shortened"
         overhead = longest(prompts(q, ""))
     room = max(0, (budget - overhead) // opts.repeat)
-    parts = split(decision.state, opts.compact_json)
+    parts = split(decision.state)
     costs = count([p.text for p in parts]) if parts else []
     order = _ranking(parts, q, opts.state_selection)
     for _ in range(MAX_ROUNDS):
@@ -87,7 +87,7 @@ def _fit_question(decision, profile, labels, count, budget, i, q, total, opts):
 
 
 # -- parts -------------------------------------------------------------------------------
-def split(state, compact: bool) -> list[Part]:
+def split(state) -> list[Part]:
     """Text: paragraphs (blank-line separated), Markdown headings as their own parts heading what
     follows; JSON: one part per leaf, `path: value`. Long pieces are cut to MAX_PART_CHARS."""
     if isinstance(state, str):
@@ -153,8 +153,7 @@ def _leaves(value, path, parts) -> None:
         if isinstance(value, str) and len(value) > MAX_PART_CHARS:
             parts += [Part(f"{shown}: {piece}", (), path, piece) for piece in _pieces(value)]
         else:
-            text = value if isinstance(value, str) else compact_json(value)
-            parts.append(Part(f"{shown}: {text}", (), path, value))
+            parts.append(Part(f"{shown}: {as_text(value)}", (), path, value))
 
 
 def _path_text(path) -> str:

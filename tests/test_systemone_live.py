@@ -2,13 +2,14 @@
 import gzip
 import json
 import math
-from dataclasses import fields, replace
+from dataclasses import asdict, replace
 
 import pytest
 
 from conftest import ROOT
 
 from contract import check_response
+from onepass.config import Layout
 
 TICKET = "I was charged twice for my subscription this month. Please refund one charge."
 NOUL = {"type": "noul", "instructions": "Is the customer asking for money back?"}
@@ -23,6 +24,9 @@ SCORE = {"type": "score", "instructions": "How angry is the customer?",
 # make the 0.02 invariance tolerances below easy to meet; those tests read untempered instead.
 UNTEMPERED = {"temperature": {"noul": 1.0, "choice": 1.0, "score": 1.0}, "noul_floor": 0.0,
               "reread_below": 0.0}
+
+
+PLAIN = asdict(Layout())  # every technique off: the dataclass defaults
 
 
 def body(questions, state=TICKET, **extra):
@@ -229,8 +233,7 @@ def test_answers_are_the_models_label_distribution(stack, override):
     engine.close()
     q = {"c": {"type": "choice", "instructions": "What colour is named in the record?",
                "criteria": {"red": None, "blue": None, "green": None}}}
-    plain = {f.name: getattr(config.Layout(), f.name) for f in fields(config.Layout)}
-    kwargs = {"kwargs": {"layout": plain, "calibration": UNTEMPERED}} if override else {}
+    kwargs = {"kwargs": {"layout": PLAIN, "calibration": UNTEMPERED}} if override else {}
     temperature, shrink = profile.calibration.temperature["choice"], profile.layout.shrink
     # A temperature T divides every log-odds, so probabilities (and their errors) move 1/T as far.
     tolerance = 1e-3 / temperature

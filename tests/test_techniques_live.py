@@ -5,6 +5,7 @@ import math
 
 from conftest import ROOT, free_port, request, start_shim, wait_health
 from contract import check_response
+from test_systemone_live import PLAIN, UNTEMPERED
 
 CHOICE = {"type": "choice", "instructions": "Which team should handle it?",
           "criteria": {"billing": "Payments and refunds", "tech": "Bugs and outages",
@@ -20,9 +21,6 @@ def answer(base, body):
     return doc
 
 
-PLAIN = {"guard_line": True, "question_first": False, "repeat": 1, "orders": 1,
-         "orders_as_reads": False, "shrink": 0.0, "compact_json": True}
-UNTEMPERED = {"temperature": {"noul": 1.0, "choice": 1.0, "score": 1.0}}
 
 
 def test_layout_overrides_change_the_reading(stack):

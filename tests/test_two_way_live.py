@@ -11,9 +11,10 @@ import pytest
 
 from conftest import (CPU_ARGS, ROOT, SMOLLM2, clean_env, free_port, request, start_shim,
                       wait_health)
+import test_systemone_live
 
 # Read untempered: the probe references and the mode comparison are about the raw label odds.
-UNTEMPERED = {"calibration": {"temperature": {"noul": 1.0, "choice": 1.0, "score": 1.0}}}
+UNTEMPERED = {"calibration": test_systemone_live.UNTEMPERED}
 NOUL_BODY = {"model": "jev-latest", "state": "The parcel arrived crushed and the mug is broken.",
              "questions": {"damaged": {"type": "noul", "instructions": "Was the item damaged?"}},
              "kwargs": UNTEMPERED}

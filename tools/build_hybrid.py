@@ -8,10 +8,9 @@ answers mean nothing; the tokenizer and chat template are SmolLM2's, copied byte
 A finished build is recognised by its manifest (SHA256SUMS) and checked, never rebuilt.
 """
 import shutil
-import sys
 from pathlib import Path
 
-from model_manifest import main, publish
+from model_manifest import fresh_partial, main, publish, sibling_tokenizer
 
 SEED = 0
 # The tokenizer comes from the embedded SmolLM2 built beside OUT_DIR (tools/build_model.py).
@@ -76,13 +75,8 @@ def save_model(tmp: Path, tokenizer_dir: Path) -> None:
 
 
 def build(out: Path) -> None:
-    tokenizer_dir = out.parent / TOKENIZER_NAME
-    missing = [n for n in TOKENIZER_FILES if not (tokenizer_dir / n).exists()]
-    if missing:
-        sys.exit(f"build_hybrid: {tokenizer_dir} lacks {missing}; run tools/build_model.py "
-                 f"{tokenizer_dir} first")
-    tmp = out.with_name(out.name + ".partial")
-    shutil.rmtree(tmp, ignore_errors=True)
+    tokenizer_dir = sibling_tokenizer(out, TOKENIZER_NAME, TOKENIZER_FILES, "build_hybrid")
+    tmp = fresh_partial(out)
     save_model(tmp, tokenizer_dir)
     for name in TOKENIZER_FILES:
         shutil.copyfile(tokenizer_dir / name, tmp / name)

@@ -21,11 +21,10 @@ edge is 64 px and split into up to 2x2 tiles plus one 32x32 global view, so one 
 most 5 * 4 = 20 `<image>` tokens (plus the tile markers around them).
 """
 import json
-import shutil
 import sys
 from pathlib import Path
 
-from model_manifest import main, publish
+from model_manifest import fresh_partial, main, publish, sibling_tokenizer
 
 SEED = 0
 TOKENIZER_NAME = "smollm2-135m-instruct"
@@ -126,14 +125,8 @@ def save_model(tmp: Path, tok) -> None:
 
 
 def build(out: Path) -> None:
-    tokenizer_dir = out.parent / TOKENIZER_NAME
-    missing = [n for n in TOKENIZER_FILES if not (tokenizer_dir / n).exists()]
-    if missing:
-        sys.exit(f"build_vlm: {tokenizer_dir} lacks {missing}; run tools/build_model.py "
-                 f"{tokenizer_dir} first")
-    tmp = out.with_name(out.name + ".partial")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
+    tokenizer_dir = sibling_tokenizer(out, TOKENIZER_NAME, TOKENIZER_FILES, "build_vlm")
+    tmp = fresh_partial(out)
     tok = save_tokenizer(tmp, tokenizer_dir)
     save_processor(tmp, tok)
     save_model(tmp, tok)

@@ -1,11 +1,15 @@
-"""The sha256 manifest that the model builders (build_model.py, build_hybrid.py) share.
+"""The sha256 manifest that the model builders (build_model.py, build_hybrid.py, build_vlm.py)
+share.
 
 Owns: hashing a file, checking a finished build against its SHA256SUMS manifest and the digests
-recorded in the repo, and publishing a build (check, write the manifest, rename into place).
+recorded in the repo, the fresh `.partial` directory a build writes into and the sibling
+tokenizer the random-weight builds borrow, and publishing a build (check, write the manifest,
+rename into place).
 A finished build is recognised by its manifest and checked, never rebuilt.
 """
 import hashlib
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -33,6 +37,24 @@ def verify(out: Path, expected: dict, tool: str) -> bool:
             sys.exit(f"{tool}: {out / name} does not match its recorded sha256; "
                      f"delete {out} to rebuild")
     return True
+
+
+def sibling_tokenizer(out: Path, name: str, files: tuple, tool: str) -> Path:
+    """The tokenizer directory built beside OUT (tools/build_model.py); exits if it is missing."""
+    tokenizer_dir = out.parent / name
+    missing = [n for n in files if not (tokenizer_dir / n).exists()]
+    if missing:
+        sys.exit(f"{tool}: {tokenizer_dir} lacks {missing}; run tools/build_model.py "
+                 f"{tokenizer_dir} first")
+    return tokenizer_dir
+
+
+def fresh_partial(out: Path) -> Path:
+    """An empty OUT.partial to build into (a crashed earlier build's files are removed)."""
+    tmp = out.with_name(out.name + ".partial")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    return tmp
 
 
 def publish(tmp: Path, out: Path, expected: dict, tool: str, hint: str) -> None:
