@@ -38,7 +38,7 @@ device() {
 }
 
 setup() {
-  say "setup: start ($DEVICE)"
+  say "setup: start ($DEVICE, profile ${ONEPASS_PROFILE:-default})"
   local lock="$ROOT/deps/$DEVICE.txt" stamp="$VENV/.onepass-deps"
   local want; want=$(cat "$lock" "$ROOT/deps/test.txt" "$ROOT/deps/clients.txt" | sha256sum | cut -d' ' -f1)
   [ -x "$PY" ] || run python3 -m venv "$VENV" || exit 10
@@ -64,6 +64,11 @@ setup() {
   if [ -z "${ONEPASS_MODEL:-}" ]; then
     MODEL=$(export HF_HUB_OFFLINE=1; run "$PY" "$ROOT/tools/build_model.py" \
       "$CACHE/models/smollm2-135m-instruct" | tail -n 1) || exit 10
+    # The embedded vision model borrows the SmolLM2 tokenizer built just above.
+    if [ "$(profile_field embedded)" = idefics3-tiny ]; then
+      MODEL=$(export HF_HUB_OFFLINE=1; run "$PY" "$ROOT/tools/build_vlm.py" \
+        "$CACHE/models/idefics3-tiny" | tail -n 1) || exit 10
+    fi
   else
     MODEL=$ONEPASS_MODEL
   fi
@@ -84,9 +89,8 @@ verify() {
   say "verify: done"
 }
 
-profile_field() {  # profile_field KEY: a field of the selected profile in serve_config.json
-  python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); p=sys.argv[2] or d["default_profile"]; print(d["profiles"][p][sys.argv[3]])' \
-    "$ROOT/serve_config.json" "${ONEPASS_PROFILE:-}" "$1"
+profile_field() {  # profile_field KEY: a field of the selected profile ('' when absent)
+  python3 "$ROOT/tools/serve_profile.py" "$ROOT/serve_config.json" "${ONEPASS_PROFILE:-}" field "$1"
 }
 
 start_vllm() {
@@ -109,11 +113,16 @@ start_vllm() {
     # FlashAttention 2/3, which the plugin refuses at start-up.
     [ "$DEVICE" = gpu ] && backend="--attention-backend TRITON_ATTN"
   fi
+  # The profile's flags: vLLM never fetches media (the shim sends data URLs), image limits.
+  local profile_args=()
+  mapfile -t profile_args < <(python3 "$ROOT/tools/serve_profile.py" "$ROOT/serve_config.json" \
+    "${ONEPASS_PROFILE:-}" vllm-args)
+  export VLLM_MEDIA_URL_ALLOW_REDIRECTS=0
   # shellcheck disable=SC2086
   set -- "$PY" -m vllm.entrypoints.openai.api_server --model "$MODEL" \
     --served-model-name "$(profile_field served_model_name)" --host 127.0.0.1 --port "$VLLM_PORT" \
     --dtype "$dtype" --max-model-len "$(profile_field max_model_len)" $eager $backend \
-    --enable-prompt-tokens-details \
+    --enable-prompt-tokens-details "${profile_args[@]}" \
     ${ONEPASS_VLLM_ARGS:-}
   echo "+ $* > $LOG_DIR/vllm.log"
   setsid "$@" > "$LOG_DIR/vllm.log" 2>&1 &

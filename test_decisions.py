@@ -107,15 +107,21 @@ class TestParse(unittest.TestCase):
         self.assertEqual(params(body([PREDICATE], input=[{"role": "user", "content": [
             {"type": "input_json", "data": deep}]}])), ["input[0].content[0].data"])
 
-    def test_images_are_refused_until_a_vision_profile(self):
-        """decisions: remote image URLs are refused; a data URL is refused by a text model."""
-        part = {"type": "input_image", "image_url": "https://example.com/a.png"}
+    def test_a_text_model_refuses_images(self):
+        """decisions: on a text-only model any image (a link or a data URL, in the input or in
+        instructions) is a 400 naming its image_url, before anything is fetched."""
+        for url in ("https://example.com/a.png", "data:image/png;base64,iVBORw0KGgo="):
+            part = {"type": "input_image", "image_url": url}
+            self.assertEqual(params(body([PREDICATE], input=[{"role": "user", "content": [part]}])),
+                             ["input[0].content[0].image_url"])
+            with self.assertRaises(InvalidRequest) as ctx:
+                decisions.parse(body([{**PREDICATE, "instructions": [part]}]), **LIMITS)
+            self.assertIn("reads text only", ctx.exception.problems[0].msg)
+            self.assertEqual(ctx.exception.problems[0].loc, ("questions", 0, "instructions", 0,
+                                                             "image_url"))
+        part = {"type": "input_image", "file_id": "file-1"}
         self.assertEqual(params(body([PREDICATE], input=[{"role": "user", "content": [part]}])),
                          ["input[0].content[0].image_url"])
-        part = {"type": "input_image", "image_url": "data:image/png;base64,iVBORw0KGgo="}
-        with self.assertRaises(InvalidRequest) as ctx:
-            decisions.parse(body([{**PREDICATE, "instructions": [part]}]), **LIMITS)
-        self.assertIn("reads text only", ctx.exception.problems[0].msg)
 
     def test_attention_mode_and_kwargs_as_on_systemone(self):
         """decisions: attention_mode (extra_body, top level) and kwargs reach the Decision."""

@@ -7,6 +7,7 @@ import socket
 import threading
 import time
 import unittest
+import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from onepass import fetch
@@ -34,6 +35,9 @@ class Images(BaseHTTPRequestHandler):
                          b""),
             "/to-https": (302, {"Location": "https://public.test/img.png"}, b""),
         }
+        if self.path.startswith("/to/"):  # a redirect to the host named in the path
+            host = urllib.parse.unquote(self.path[4:])
+            routes[self.path] = (302, {"Location": f"http://{host}/img.png"}, b"")
         if self.path.startswith("/hop/"):
             left = int(self.path.split("/")[2])
             target = "/img.png" if left == 0 else f"/hop/{left - 1}"
@@ -95,7 +99,8 @@ class TestLocalServer(unittest.TestCase):
         except ValueError:
             pass
         table = {"public.test": ["127.0.0.1"], "inside.test": ["192.168.7.7"],
-                 "mixed.test": ["127.0.0.1", "10.0.0.9"], "127.0.0.1": ["127.0.0.1"]}
+                 "mixed.test": ["127.0.0.1", "10.0.0.9"], "127.0.0.1": ["127.0.0.1"],
+                 **{f"blocked-{i}.test": [a] for i, a in enumerate(BLOCKED)}}
         if host not in table:
             raise socket.gaierror("unknown")
         return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (a, port)) for a in table[host]]
@@ -122,6 +127,20 @@ class TestLocalServer(unittest.TestCase):
     def test_redirects_into_blocked_ranges_are_refused(self):
         for path in ("/to-private", "/to-metadata", "/to-v6-loopback", "/to-mapped", "/to-name"):
             self.refused(self.url(path), "not public")
+
+    def test_every_blocked_range_is_refused_behind_a_redirect_and_a_dns_answer(self):
+        """For each blocked address: a redirect to it as a literal, a redirect to a name that
+        resolves to it, and a first request to that name. (127.0.0.1 stands for this test
+        server, so it is judged by test_every_blocked_range_is_refused only.)"""
+        for i, address in enumerate(BLOCKED):
+            if address == "127.0.0.1":
+                continue
+            name = f"blocked-{i}.test"
+            self.refused(self.url("/img.png", name), "not public")
+            self.refused(self.url("/to/" + urllib.parse.quote(f"{name}:{self.port}")), "not public")
+            if "%" not in address:  # a zone id cannot travel in a Location URL
+                literal = f"[{address}]" if ":" in address else address
+                self.refused(self.url("/to/" + urllib.parse.quote(literal)), "not public")
 
     def test_dns_answers_into_blocked_ranges_are_refused(self):
         self.refused(self.url("/img.png", "inside.test"), "not public")

@@ -29,7 +29,7 @@ class TestImages(unittest.TestCase):
         for img in (images.from_data_url(url, MB, 10_000),
                     images.from_base64(base64.b64encode(data).decode(), MB, 10_000)):
             self.assertEqual((img.format, img.width, img.height, img.data), ("png", 3, 2, data))
-        self.assertEqual(images.from_data_url(url, MB, 10_000).data_url(), url)
+        self.assertEqual(images.from_data_url(url, MB, 10_000).data_url, url)
 
     def test_format_comes_from_the_bytes_not_the_label(self):
         url = "data:image/jpeg;base64," + base64.b64encode(png(5, 4)).decode()

@@ -63,8 +63,9 @@ def option_overrides(body: dict, check: Checker) -> dict:
 
 
 def finish(check: Checker, body: dict, *, model, state, questions, resolve_model,
-           resolve_mode, resolve_options) -> Decision:
-    """The Decision, once the adapter has checked its own fields into `check`."""
+           resolve_mode, resolve_options, collector=None, image_policy=None) -> Decision:
+    """The Decision, once the adapter has checked its own fields into `check`; images are
+    checked (and links fetched) last, when everything else is in order."""
     modes = requested_modes(body, check)
     overrides = option_overrides(body, check)
     if check.problems:
@@ -76,6 +77,9 @@ def finish(check: Checker, body: dict, *, model, state, questions, resolve_model
     if concrete is None:
         raise ModelNotFound(f"Unknown model: {model}")
     layout, calibration = resolve_options(overrides)
-    return Decision(model=concrete, state=state, questions=tuple(questions),
-                    attention_mode=resolve_mode(next(iter(modes), None)),
-                    layout=layout, calibration=calibration)
+    mode = resolve_mode(next(iter(modes), None))
+    images = collector.resolve(image_policy) if collector else ()
+    if check.problems:
+        raise InvalidRequest(check.problems)
+    return Decision(model=concrete, state=state, questions=tuple(questions), attention_mode=mode,
+                    layout=layout, calibration=calibration, images=images)

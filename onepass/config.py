@@ -12,7 +12,7 @@ import itertools
 import json
 import math
 import os
-from dataclasses import dataclass, fields
+from dataclasses import MISSING, dataclass, fields
 
 EXIT_BAD_CONFIG = 3
 
@@ -40,7 +40,15 @@ SETTINGS = {
     "client_timeout_s": (float, 30.0, "ONEPASS_CLIENT_TIMEOUT_S",
                          "longest wait for a client to send its request"),
     "log_level": (str, "info", "ONEPASS_LOG_LEVEL", "debug, info, warning or error"),
+    "image_links": (str, "public", "ONEPASS_IMAGE_LINKS",
+                    "image links: public (fetch from public addresses only), off (refuse every "
+                    "link), or all (private and loopback addresses too: trusted networks, tests)"),
+    "image_links_http": (str, "false", "ONEPASS_IMAGE_LINKS_HTTP",
+                         "true: image links may use plain http (default: https only)"),
+    "image_fetch_timeout_s": (float, 5.0, "ONEPASS_IMAGE_FETCH_TIMEOUT_S",
+                              "longest wait for each connect and read of an image link"),
 }
+IMAGE_LINKS = ("public", "off", "all")
 SECRET_ENV = "ONEPASS_API_KEY"  # read from the environment only, never from argv or the file
 
 
@@ -63,10 +71,22 @@ class Layout:
 @dataclass(frozen=True)
 class Calibration:
     """Applied to label log-probs (readout.py); `fitted` says what was fitted on what data."""
-    temperature: dict  # noul / choice / score -> T (logits / T before the softmax)
+    temperature: dict  # noul / choice / score (/ image: any kind, images sent) -> T
     noul_floor: float = 0.0  # 0, or in (0.5, 1): the chosen yes/no side reported at least this
     reread_below: float = 0.0  # choice/score confidence under this: read again (0 = off)
     fitted: dict | None = None
+
+
+@dataclass(frozen=True)
+class Vision:
+    """A vision-language profile's image settings (images reach vLLM as data URLs only)."""
+    placeholder: str  # what the model's chat template writes for an image part (`<image>`)
+    reserved: tuple[str, ...]  # image token strings that client text may not carry as such
+    tokens_per_image: int  # the most prompt tokens one image takes after vLLM's processor
+    max_images: int = 4  # per request, every form counted
+    max_bytes: int = 20 * 1024 * 1024  # per image, as sent or fetched
+    max_pixels: int = 50_000_000  # per image, from its header: larger is refused (not decoded)
+    processor_kwargs: dict | None = None  # vLLM's --mm-processor-kwargs (the scaling cap)
 
 
 @dataclass(frozen=True)
@@ -90,6 +110,9 @@ class Profile:
     attention_mode: str  # the default mode; "bidirectional" only when trained_two_way
     two_way_probes: tuple  # {state, question, reference: [P(yes), P(no)] or null}, read at start
     provenance: dict  # which values were fitted or chosen from measurements, on what, and which not
+    vision: Vision | None = None  # None: a text-only model (image requests get a 422)
+    embedded: str | None = None  # the checkpoint serve.sh builds when no model is given
+    vllm_args: tuple[str, ...] = ()  # the flags this profile needs from vLLM (serve.sh adds them)
 
 
 @dataclass(frozen=True)
@@ -107,6 +130,9 @@ class Settings:
     engine_connections: int
     client_timeout_s: float
     log_level: str
+    image_links: str
+    image_links_http: str
+    image_fetch_timeout_s: float
     api_key: str
     model: Profile
 
@@ -137,6 +163,12 @@ def load(argv: list[str] | None = None, environ: dict | None = None) -> Settings
                  "engine_connections"):
         if values[name] < (0 if name == "port" else 1):
             raise ConfigError(f"{name} must be positive, got {values[name]}")
+    if values["image_links"] not in IMAGE_LINKS:
+        raise ConfigError(f"image_links must be one of {', '.join(IMAGE_LINKS)}")
+    if values["image_links_http"] not in ("true", "false"):
+        raise ConfigError("image_links_http must be true or false")
+    if not 0 < values["image_fetch_timeout_s"] <= 60:
+        raise ConfigError("image_fetch_timeout_s must be in (0, 60]")
     values["vllm"] = values["vllm"].rstrip("/")
     profile_name, profile = load_profile(values["config"], values["profile"])
     values["profile"] = profile_name
@@ -154,14 +186,19 @@ def load_profile(path: str, name: str) -> tuple[str, Profile]:
     if name not in doc["profiles"]:
         raise ConfigError(f"{path}: no profile {name!r}; known: {sorted(doc['profiles'])}")
     raw = dict(doc["profiles"][name])
-    wanted = {f.name for f in fields(Profile)}
+    wanted = {f.name for f in fields(Profile) if f.default is MISSING}
+    optional = {f.name for f in fields(Profile)} - wanted
     raw.pop("comment", None)
-    _check_keys(raw, wanted, f"{path} profile {name!r}")
+    _check_keys({k: v for k, v in raw.items() if k not in optional}, wanted,
+                f"{path} profile {name!r}")
     for key in ("noul_labels", "choice_labels", "score_labels"):
         raw[key] = expand_labels(raw[key])
     try:
         raw["layout"] = Layout(**raw["layout"])
         raw["calibration"] = Calibration(**raw["calibration"])
+        if raw.get("vision") is not None:
+            raw["vision"] = Vision(**{k: tuple(v) if k == "reserved" else v
+                                      for k, v in raw["vision"].items()})
         profile = Profile(**{k: tuple(v) if isinstance(v, list) else v for k, v in raw.items()})
     except TypeError as e:
         raise ConfigError(f"{path} profile {name!r}: {e}") from None
@@ -208,6 +245,10 @@ def _check_profile(p: Profile, where: str) -> None:
         raise ConfigError(f"{where}: max_model_len must be >= 16")
     check_layout(p.layout, where)
     check_calibration(p.calibration, where)
+    if p.vision is not None:
+        _check_vision(p.vision, where)
+    if not all(isinstance(a, str) for a in p.vllm_args):
+        raise ConfigError(f"{where}: vllm_args must be a list of strings")
     if p.attention_mode not in ("causal", "bidirectional") or not isinstance(p.trained_two_way,
                                                                             bool):
         raise ConfigError(f"{where}: attention_mode must be causal or bidirectional and "
@@ -221,6 +262,16 @@ def _check_profile(p: Profile, where: str) -> None:
                 or not (ref is None or (isinstance(ref, list) and len(ref) == 2))):
             raise ConfigError(f"{where}: each two_way_probes entry needs state, question and "
                               f"reference (null or [P(yes), P(no)])")
+
+
+def _check_vision(v: Vision, where: str) -> None:
+    ints = (v.tokens_per_image, v.max_images, v.max_bytes, v.max_pixels)
+    if not (isinstance(v.placeholder, str) and v.placeholder and v.placeholder in v.reserved
+            and all(isinstance(r, str) and r for r in v.reserved)
+            and all(type(n) is int and n > 0 for n in ints)
+            and (v.processor_kwargs is None or isinstance(v.processor_kwargs, dict))):
+        raise ConfigError(f"{where}: vision needs a placeholder listed in reserved, positive "
+                          f"tokens_per_image, max_images, max_bytes and max_pixels; got {v}")
 
 
 def check_layout(layout: Layout, where: str) -> None:
@@ -238,9 +289,11 @@ def check_layout(layout: Layout, where: str) -> None:
 
 def check_calibration(c: Calibration, where: str) -> None:
     temps = c.temperature
-    if (not isinstance(temps, dict) or set(temps) != {"noul", "choice", "score"}
+    if (not isinstance(temps, dict) or not {"noul", "choice", "score"} <= set(temps)
+            or not set(temps) <= {"noul", "choice", "score", "image"}
             or not all(_number(t) and 0 < t < math.inf for t in temps.values())):
-        raise ConfigError(f"{where}: calibration.temperature needs noul, choice and score > 0")
+        raise ConfigError(f"{where}: calibration.temperature needs noul, choice and score > 0 "
+                          f"(and may have image > 0: every answer about an image)")
     if not (_number(c.noul_floor) and (c.noul_floor == 0 or 0.5 < c.noul_floor < 1)
             and _number(c.reread_below) and 0 <= c.reread_below <= 1):
         raise ConfigError(f"{where}: noul_floor must be 0 (off) or in (0.5, 1), reread_below in [0, 1]")

@@ -50,6 +50,7 @@ class Decision:
     attention_mode: str = CAUSAL  # resolved: the request's choice, else the profile's default
     layout: object = None  # a config.Layout overriding the profile's (kwargs, a re-read), or None
     calibration: object = None  # a config.Calibration overriding the profile's (kwargs), or None
+    images: tuple = ()  # images.Image, in label order: `[image N]` in the text is images[N-1]
 
 
 @dataclass(frozen=True)
@@ -62,6 +63,8 @@ class Read:
     question: int = 0  # index of the question this read answers
     attention_mode: str = CAUSAL
     whole_tokens: int = 0  # the uncut prompt's tokens when fitting cut the state (else 0)
+    chat: tuple = ()  # with images: (system, user) turns, the user's image slots in order ...
+    images: tuple = ()  # ... filled with these data URLs (vLLM's chat route; never a link)
 
 
 @dataclass(frozen=True)
@@ -69,6 +72,7 @@ class ReadResult:
     label_logprobs: tuple[float, ...]  # natural log, full-vocabulary log-softmax
     num_prompt_tokens: int
     num_cached_tokens: int = 0  # of those, served from vLLM's prefix cache
+    num_image_tokens: int = 0  # of those, image tokens (vLLM's count)
 
 
 @dataclass(frozen=True)
@@ -89,3 +93,4 @@ class Outcome:
     reread_below: float = 0.0  # the threshold that applied (0: re-reading off)
     num_cached_tokens: int = 0  # input tokens vLLM served from its prefix cache
     selections: tuple = ()  # fitting.Selection per question whose state was cut to fit
+    images: int = 0  # images read (each once per request, however many reads show it)

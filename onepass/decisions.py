@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from .checks import Checker, finish
 from .decision import CHOICE, NOUL, SCORE, Decision, Option, Outcome, Question, as_text
 from .errors import (AuthInvalid, AuthMissing, InvalidRequest, ModelNotFound, OnepassError,
-                     Problem)
+                     Problem, UnsupportedMediaType)
+from .image_inputs import Collector
 from .readout import effort_used
 
 MIN_CHOICES, MAX_CHOICES = 2, 255
@@ -28,8 +29,6 @@ QUESTION_KEYS = {"predicate": {"type", "name", "instructions"},
 TEXT_ROLES = {"developer", "system"}  # text parts only
 TOOL_CALLS = {"function_call": "arguments", "custom_tool_call": "input"}
 TOOL_OUTPUTS = {"function_call_output", "custom_tool_call_output"}
-IMAGE_NOT_YET = ("this server's model reads text only; input_image needs a vision-language "
-                 "model profile")
 
 
 @dataclass(frozen=True)
@@ -40,9 +39,13 @@ class Meta:
 
 
 def parse(body, *, max_choice_options: int, max_questions: int, resolve_model, resolve_mode,
-          resolve_options) -> tuple[Decision, Meta]:
-    """Validate a /v1/decisions body; return the Decision and the response metadata."""
+          resolve_options, files=None, image_policy=None) -> tuple[Decision, Meta]:
+    """Validate a /v1/decisions body; return the Decision and the response metadata. Each
+    input_image part becomes `[image N]` where it stands, numbered in reading order."""
     check = Checker()
+    if files:
+        raise UnsupportedMediaType("/v1/decisions takes application/json; images go in "
+                                   "input_image parts")
     if not isinstance(body, dict):
         raise InvalidRequest([Problem((), "the body must be a JSON object", "invalid_type")])
     for key in ("model", "input", "questions"):
@@ -51,7 +54,8 @@ def parse(body, *, max_choice_options: int, max_questions: int, resolve_model, r
     model = body.get("model")
     if "model" in body and not isinstance(model, str):
         check.add(("model",), "model must be a string", "invalid_type")
-    state = _input(body.get("input"), check) if "input" in body else None
+    images = Collector(check)
+    state = _input(body.get("input"), check, images) if "input" in body else None
     names, values, questions = [], [], []
     raw = body.get("questions")
     if "questions" in body and not isinstance(raw, list):
@@ -62,7 +66,7 @@ def parse(body, *, max_choice_options: int, max_questions: int, resolve_model, r
     elif isinstance(raw, list):
         limit = min(MAX_CHOICES, max_choice_options)
         for i, q in enumerate(raw):
-            parsed = _question(q, ("questions", i), check, limit)
+            parsed = _question(q, ("questions", i), check, limit, images)
             if parsed:
                 name, typed, question = parsed
                 names.append(name)
@@ -70,12 +74,13 @@ def parse(body, *, max_choice_options: int, max_questions: int, resolve_model, r
                 questions.append(question)
     decision = finish(check, body, model=model, state=state, questions=questions,
                       resolve_model=resolve_model, resolve_mode=resolve_mode,
-                      resolve_options=resolve_options)
+                      resolve_options=resolve_options, collector=images,
+                      image_policy=image_policy)
     return decision, Meta(tuple(names), tuple(values))
 
 
 # -- input -------------------------------------------------------------------------------
-def _input(value, check: Checker) -> str | None:
+def _input(value, check: Checker, images: Collector) -> str | None:
     """A string stays the state as sent; a list of items becomes one text, an item per block."""
     if isinstance(value, str):
         return value
@@ -91,17 +96,17 @@ def _input(value, check: Checker) -> str | None:
             continue
         kind = item.get("type", "message")
         if kind == "message":
-            blocks.append(_message(item, loc, check))
+            blocks.append(_message(item, loc, check, images))
         elif kind in TOOL_CALLS:
             blocks.append(_tool_call(item, kind, loc, check, calls))
         elif kind in TOOL_OUTPUTS:
-            blocks.append(_tool_output(item, loc, check, calls))
+            blocks.append(_tool_output(item, loc, check, calls, images))
         else:
             check.add(loc + ("type",), f"unknown input item type {kind!r}", "invalid_value")
     return "\n\n".join(b for b in blocks if b is not None)
 
 
-def _message(item: dict, loc, check: Checker) -> str | None:
+def _message(item: dict, loc, check: Checker, images: Collector) -> str | None:
     role, content = item.get("role"), item.get("content")
     if role not in ("user", "assistant", *TEXT_ROLES):
         check.add(loc + ("role",), "role must be user, developer, system or assistant",
@@ -112,7 +117,7 @@ def _message(item: dict, loc, check: Checker) -> str | None:
         return None
     allowed = ({"output_text", "refusal"} if role == "assistant" else
                {"input_text"} if role in TEXT_ROLES else {"input_text", "input_image", "input_json"})
-    text = _content(content, loc + ("content",), check, allowed)
+    text = _content(content, loc + ("content",), check, allowed, images)
     return None if text is None else f"{role}: {text}"
 
 
@@ -128,7 +133,8 @@ def _tool_call(item: dict, kind: str, loc, check: Checker, calls: set) -> str | 
     return f"tool call {parts[0]}: {parts[1]}({parts[2]})"
 
 
-def _tool_output(item: dict, loc, check: Checker, calls: set) -> str | None:
+def _tool_output(item: dict, loc, check: Checker, calls: set,
+                 images: Collector) -> str | None:
     call_id = item.get("call_id")
     if not isinstance(call_id, str):
         check.add(loc + ("call_id",), "a tool output needs call_id as a string", "invalid_type")
@@ -137,11 +143,12 @@ def _tool_output(item: dict, loc, check: Checker, calls: set) -> str | None:
         check.add(loc + ("call_id",), f"no earlier tool call has call_id {call_id!r}",
                   "invalid_value")
         return None
-    text = _content(item.get("output"), loc + ("output",), check, {"input_text", "input_image"})
+    text = _content(item.get("output"), loc + ("output",), check, {"input_text", "input_image"},
+                    images)
     return None if text is None else f"tool output {call_id}: {text}"
 
 
-def _content(value, loc, check: Checker, allowed: set) -> str | None:
+def _content(value, loc, check: Checker, allowed: set, images: Collector) -> str | None:
     """A string, or parts of the allowed types joined by newlines."""
     if isinstance(value, str):
         return value
@@ -155,19 +162,17 @@ def _content(value, loc, check: Checker, allowed: set) -> str | None:
             check.add(loc + (j,), f"a part here must be one of {', '.join(sorted(allowed))}",
                       "invalid_value")
         else:
-            texts.append(_part(part, kind, loc + (j,), check))
+            texts.append(_part(part, kind, loc + (j,), check, images))
     return "\n".join(t for t in texts if t is not None)
 
 
-def _part(part: dict, kind: str, loc, check: Checker) -> str | None:
-    if kind == "input_image":
-        url = part.get("image_url")
-        if not isinstance(url, str) or not url.startswith("data:"):
-            check.add(loc + ("image_url",), "image_url must be a data: URL; this server does not "
-                      "fetch remote images", "invalid_value")
-        else:
-            check.add(loc, IMAGE_NOT_YET, "unsupported")
-        return None
+def _part(part: dict, kind: str, loc, check: Checker, images: Collector) -> str | None:
+    if kind == "input_image":  # the image stands here as its label; file ids are not stored
+        if "image_url" not in part:
+            check.add(loc + ("image_url",), "this server reads images from image_url only "
+                      "(a data: URL or an https link; file ids are not supported)", "missing")
+            return None
+        return images.url(part["image_url"], loc + ("image_url",))
     if kind == "input_json":
         data = part.get("data")
         if not isinstance(data, (dict, list)):
@@ -197,7 +202,7 @@ def _too_big(value, depth: int, count: list) -> bool:
 
 
 # -- questions ---------------------------------------------------------------------------
-def _question(q, loc, check: Checker, max_choices: int):
+def _question(q, loc, check: Checker, max_choices: int, images: Collector):
     """(name, typed values, Question) or None, with every problem recorded."""
     if not isinstance(q, dict):
         check.add(loc, "a question must be an object", "invalid_type")
@@ -217,7 +222,7 @@ def _question(q, loc, check: Checker, max_choices: int):
         check.add(loc + ("instructions",), "Missing required parameter: 'instructions'.",
                   "missing")
     instructions = _content(q.get("instructions"), loc + ("instructions",), check,
-                            {"input_text", "input_image", "input_json"}) \
+                            {"input_text", "input_image", "input_json"}, images) \
         if "instructions" in q else None
     if api_kind == "predicate":
         values, options = (True, False), [Option("true", None), Option("false", None)]
@@ -302,12 +307,14 @@ def render(outcome: Outcome, decision: Decision, meta: Meta) -> dict:
                                               for j, (label, p) in
                                               enumerate(zip(values, a.probabilities))]})
     tokens = outcome.num_input_tokens
-    doc = {"model": decision.model, "answers": answers,
-           "usage": {"input_tokens": tokens,
-                     "input_tokens_details": {"cached_tokens": outcome.num_cached_tokens,
-                                              "cache_write_tokens": 0},
-                     "output_tokens": 0, "output_tokens_details": {"reasoning_tokens": 0},
-                     "total_tokens": tokens},
+    usage = {"input_tokens": tokens,
+             "input_tokens_details": {"cached_tokens": outcome.num_cached_tokens,
+                                      "cache_write_tokens": 0},
+             "output_tokens": 0, "output_tokens_details": {"reasoning_tokens": 0},
+             "total_tokens": tokens}
+    if outcome.images:  # input_tokens include the image tokens
+        usage["images"] = outcome.images
+    doc = {"model": decision.model, "answers": answers, "usage": usage,
            "x_attention_mode": outcome.attention_mode}
     effort = effort_used(outcome, lambda i: {"question": i, "name": meta.names[i]})
     if effort:

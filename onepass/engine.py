@@ -1,6 +1,8 @@
 """The vLLM client: reads, tokenization and model listing over pooled keep-alive connections.
 
-Owns: HTTP to vLLM (/v1/completions, /tokenize, /v1/models), timeouts, the connection pool,
+Owns: HTTP to vLLM (/v1/completions; /v1/chat/completions for reads with images, sent as data
+URLs in image parts where the user turn has its image slots; /tokenize, /v1/models), timeouts,
+the connection pool,
 turning vLLM failures into EngineUnavailable (503), EngineFailed (502) or a capacity 422.
 Never: builds prompts or interprets probabilities beyond picking the label log-probs.
 In: Reads. Out: ReadResults, in the same order.
@@ -28,13 +30,14 @@ CONTEXT_MARKERS = ("maximum context length", "maximum model length", "too many t
 
 class Engine:
     def __init__(self, base_url: str, served_model_name: str, *, timeout_s: float,
-                 num_connections: int):
+                 num_connections: int, image_slot: str | None = None):
         url = urllib.parse.urlsplit(base_url)
         if url.scheme != "http" or not url.hostname:
             raise ValueError(f"the vLLM URL must be http://host:port, got {base_url!r}")
         self.host, self.port = url.hostname, url.port or 80
         self.prefix = url.path.rstrip("/")
         self.model = served_model_name
+        self.image_slot = image_slot  # the placeholder the layout writes for each image
         self.timeout_s = timeout_s
         self._idle: queue.LifoQueue = queue.LifoQueue()
         self._pool = ThreadPoolExecutor(max_workers=num_connections,
@@ -103,26 +106,53 @@ class Engine:
         logprobs, counts = [], []
         for start in range(0, len(ids), MAX_LOGPROB_TOKEN_IDS):
             part = ids[start:start + MAX_LOGPROB_TOKEN_IDS]
-            values, tokens, cached = self._read_slice(read.prompt, part, read.attention_mode)
+            values, tokens = self._read_slice(read, part)
             logprobs.extend(values)
-            counts.append((tokens, cached))
+            counts.append(tokens)
         return ReadResult(tuple(logprobs), *counts[0])  # the prompt counts once
 
-    def _read_slice(self, prompt: str, ids, attention_mode: str) -> tuple[list[float], int, int]:
-        body = {"model": self.model, "prompt": prompt, "max_tokens": 1, "temperature": 0.0,
-                "logprobs": 1, "logprob_token_ids": list(ids),
-                "return_tokens_as_token_ids": True, "add_special_tokens": False}
-        if attention_mode == TWO_WAY:  # the engine plugin's per-request flag (a string)
+    def _read_slice(self, read: Read, ids) -> tuple[list[float], tuple[int, int, int]]:
+        """Label log-probs and (prompt, cached, image) token counts for one slice of ids."""
+        body = {"model": self.model, "max_tokens": 1, "temperature": 0.0,
+                "logprob_token_ids": list(ids), "return_tokens_as_token_ids": True}
+        if read.attention_mode == TWO_WAY:  # the engine plugin's per-request flag (a string)
             body["vllm_xargs"] = {"attention_mode": TWO_WAY}
-        doc = self._checked("POST", "/v1/completions", body)
+        if read.images:  # the chat route runs the model's vision path
+            body.update(messages=self._messages(read), logprobs=True)
+            doc = self._checked("POST", "/v1/chat/completions", body)
+        else:
+            body.update(prompt=read.prompt, logprobs=1, add_special_tokens=False)
+            doc = self._checked("POST", "/v1/completions", body)
         try:
-            top = doc["choices"][0]["logprobs"]["top_logprobs"][0]
+            if read.images:
+                top = {e["token"]: e["logprob"]
+                       for e in doc["choices"][0]["logprobs"]["content"][0]["top_logprobs"]}
+            else:
+                top = doc["choices"][0]["logprobs"]["top_logprobs"][0]
             by_id = {int(k.split(":", 1)[1]): v for k, v in top.items()}
             usage = doc["usage"]
-            cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
-            return [float(by_id[t]) for t in ids], int(usage["prompt_tokens"]), int(cached)
+            details = usage.get("prompt_tokens_details") or {}
+            image = (details.get("multimodal_tokens") or {}).get("image") or 0
+            return ([float(by_id[t]) for t in ids],
+                    (int(usage["prompt_tokens"]), int(details.get("cached_tokens") or 0),
+                     int(image)))
         except (KeyError, IndexError, TypeError, ValueError) as e:
             raise EngineFailed(f"vLLM's completion lacks the label log-probs ({e!r})") from None
+
+    def _messages(self, read: Read) -> list[dict]:
+        """The read's turns for the model's own chat template (the start-up guard checked that
+        it renders what the layout wrote): each image slot becomes an image part."""
+        system, user = read.chat
+        pieces = user.split(self.image_slot)
+        if len(pieces) != len(read.images) + 1:
+            raise EngineFailed("an image read's slots do not match its images")
+        content = [{"type": "text", "text": pieces[0]}]
+        for url, text in zip(read.images, pieces[1:]):
+            content += [{"type": "image_url", "image_url": {"url": url}},
+                        {"type": "text", "text": text}]
+        return [{"role": "system", "content": system},
+                {"role": "user", "content": [c for c in content
+                                             if c["type"] != "text" or c["text"]]}]
 
     def read_all(self, reads: list[Read]) -> list[ReadResult]:
         """The first read alone fills vLLM's prefix cache with the shared state; the others

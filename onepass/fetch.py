@@ -42,6 +42,13 @@ def is_public(address: str) -> bool:
                                  or ip.is_link_local or ip.is_private or ip.is_unspecified)
 
 
+def is_unicast(address: str) -> bool:
+    """The `all` setting: any unicast address, private and loopback included (trusted networks
+    and tests only)."""
+    ip = ipaddress.ip_address(address.split("%", 1)[0])
+    return not (ip.is_multicast or ip.is_unspecified)
+
+
 @dataclass(frozen=True)
 class Rules:
     allow_http: bool = False

@@ -46,10 +46,11 @@ def fit(decision: Decision, profile, labels, count, budget: int) -> tuple[list[R
     """Every question's reads, each within `budget` tokens; `count(texts)` -> token counts."""
     opts = decision.layout or profile.layout
     whole = render_state(decision.state, opts.compact_json)
+    count, extra = _with_images(count, profile.vision if decision.images else None)
     reads, selections = [], []
     for i, q in enumerate(decision.questions):
         mine = question_reads(decision, profile, labels, i, q, whole)
-        if max(len(r.prompt.encode()) for r in mine) > budget:
+        if max(len(r.prompt.encode()) + extra(r.prompt) for r in mine) > budget:
             total = max(count([r.prompt for r in mine]))
             if total > budget:
                 mine, selection = _fit_question(decision, profile, labels, count, budget, i, q,
@@ -57,6 +58,17 @@ def fit(decision: Decision, profile, labels, count, budget: int) -> tuple[list[R
                 selections.append(selection)
         reads += mine
     return reads, selections
+
+
+def _with_images(count, vision):
+    """(count, extra): each image slot in a prompt costs the profile's tokens per image, not
+    the one token its placeholder text counts as; the images themselves are never cut."""
+    if vision is None:
+        return count, lambda text: 0
+
+    def extra(text: str) -> int:
+        return (vision.tokens_per_image - 1) * text.count(vision.placeholder)
+    return (lambda texts: [n + extra(t) for n, t in zip(count(texts), texts)]), extra
 
 
 def _fit_question(decision, profile, labels, count, budget, i, q, total, opts):

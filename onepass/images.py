@@ -12,6 +12,7 @@ import binascii
 import re
 import struct
 from dataclasses import dataclass
+from functools import cached_property
 
 DATA_URL = re.compile(r"data:(?P<mime>[\w.+-]+/[\w.+-]+)?(?P<params>(?:;[^,;]*)*),(?P<data>.*)",
                       re.S)
@@ -30,6 +31,7 @@ class Image:
     width: int
     height: int
 
+    @cached_property  # encoded once, however many reads show it
     def data_url(self) -> str:
         """How vLLM receives it: a data URL, never a link."""
         return f"data:{MIME[self.format]};base64," + base64.b64encode(self.data).decode()

@@ -57,18 +57,42 @@ def question_reads(decision: Decision, profile: Profile, labels: LabelSet, i: in
     """The reads of question i over the rendered state text (all of it, or what fitting kept)."""
     opts = decision.layout or profile.layout
     system = profile.system_prompt.replace("{guard}", GUARD if opts.guard_line else "")
-    return [Read(prompt=wrap_chat(profile, system, _user(state, lines, opts)),
-                 label_token_ids=tuple(tid for _, tid in pairs),
-                 option_of_label=option_of_label, order_of_label=order_of_label,
-                 question=i, attention_mode=decision.attention_mode, whole_tokens=whole_tokens)
-            for lines, pairs, option_of_label, order_of_label in _listings(q, labels, opts)]
+    shown, vision = "", profile.vision
+    if vision is not None:  # client text never carries the model's image tokens as such
+        state = neutral(state, vision.reserved)
+        shown = "".join(f"[image {n}] {vision.placeholder}\n"
+                        for n in range(1, len(decision.images) + 1))
+    reads = []
+    for lines, pairs, option_of_label, order_of_label in _listings(q, labels, opts):
+        if vision is not None:
+            lines = [neutral(line, vision.reserved) for line in lines]
+        user = _user(shown + state, lines, opts)
+        chat = (system, user) if decision.images else ()
+        reads.append(Read(prompt=wrap_chat(profile, system, user),
+                          label_token_ids=tuple(tid for _, tid in pairs),
+                          option_of_label=option_of_label, order_of_label=order_of_label,
+                          question=i, attention_mode=decision.attention_mode,
+                          whole_tokens=whole_tokens, chat=chat,
+                          images=tuple(img.data_url for img in decision.images) * opts.repeat
+                          if chat else ()))
+    return reads
 
 
-def _user(state: str, lines: list[str], opts: Layout) -> str:
-    """Record and question (in the profile's order), written `repeat` times; the reply line
-    comes once, last, so the answer slot always follows it."""
+def neutral(text: str, reserved) -> str:
+    """A zero-width space after the first character of each image token string, so that only
+    the layout's own image slots reach the processor as image tokens."""
+    for token in reserved:
+        if token in text:
+            text = text.replace(token, token[0] + "\u200b" + token[1:])
+    return text
+
+
+def _user(record: str, lines: list[str], opts: Layout) -> str:
+    """Record (its images first) and question (in the profile's order), written `repeat`
+    times, so each copy shows every image; the reply line comes once, last, so the answer slot
+    always follows it."""
     *question, reply = lines
-    record = f"Record:\n{state}"
+    record = f"Record:\n{record}"
     block = "\n".join(question)
     one = f"{block}\n\n{record}" if opts.question_first else f"{record}\n\n{block}"
     copies = [one] + [f"{AGAIN}\n{one}"] * (opts.repeat - 1)

@@ -54,9 +54,21 @@ def check_chat_template(engine: Engine, profile: Profile) -> None:
     theirs = engine.tokenize(messages=[{"role": "system", "content": system},
                                        {"role": "user", "content": user}],
                              add_generation_prompt=True)
+    _same(ours, theirs, "")
+    if profile.vision is not None:  # image reads send the user turn as parts around the images
+        split = user.index("{")
+        parts = [{"type": "text", "text": user[:split]}, {"type": "text", "text": user[split:]}]
+        theirs = engine.tokenize(messages=[{"role": "system", "content": system},
+                                           {"role": "user", "content": parts}],
+                                 add_generation_prompt=True)
+        _same(ours, theirs, " for a user turn sent as parts (image requests)")
+
+
+def _same(ours: list[int], theirs: list[int], where: str) -> None:
     if ours != theirs:
-        raise GuardFailed("the profile's chat_template does not match the model's chat template "
-                          f"(ours {len(ours)} tokens, vLLM's {len(theirs)}; first difference at "
+        raise GuardFailed("the profile's chat_template does not match the model's chat template"
+                          f"{where} (ours {len(ours)} tokens, vLLM's {len(theirs)}; first "
+                          "difference at "
                           f"{next((i for i, (a, b) in enumerate(zip(ours, theirs)) if a != b), 0)})")
 
 

@@ -79,14 +79,21 @@ def disagreement(per_order: list[list[float]], mean: list[float]) -> float:
                      for d in per_order) / len(per_order)
 
 
+def temperature(calibration: Calibration, kind: str, images: bool) -> float:
+    """The question type's temperature; with images, the profile's image temperature if set."""
+    temps = calibration.temperature
+    return temps["image"] if images and "image" in temps else temps[kind]
+
+
 def question_probabilities(question: Question, pairs, calibration: Calibration,
-                           shrink: float) -> list[float]:
-    """Option probabilities from a question's reads: temperature per question type, the
-    listings' label mass summed (one read) or the reads averaged, agreement shrink, noul floor."""
-    n, temperature = len(question.options), calibration.temperature[question.kind]
-    per_read = [option_probabilities(r, res, n, temperature) for r, res in pairs]
+                           shrink: float, images: bool = False) -> list[float]:
+    """Option probabilities from a question's reads: temperature per question type (or for
+    images), the listings' label mass summed (one read) or the reads averaged, agreement
+    shrink, noul floor."""
+    n, temperature_ = len(question.options), temperature(calibration, question.kind, images)
+    per_read = [option_probabilities(r, res, n, temperature_) for r, res in pairs]
     probs = [math.fsum(col) / len(per_read) for col in zip(*per_read)]
-    per_order = [d for r, res in pairs for d in order_distributions(r, res, n, temperature)]
+    per_order = [d for r, res in pairs for d in order_distributions(r, res, n, temperature_)]
     if shrink and len(per_order) > 1:
         # Mixing with uniform keeps the ranking: the top answer never changes.
         weight = shrink * disagreement(per_order, probs)
@@ -119,7 +126,7 @@ def probabilities(decision: Decision, reads: list[Read], results: list[ReadResul
     grouped = [[] for _ in decision.questions]
     for read, result in zip(reads, results):
         grouped[read.question].append((read, result))
-    return [question_probabilities(q, pairs, calibration, shrink)
+    return [question_probabilities(q, pairs, calibration, shrink, bool(decision.images))
             for q, pairs in zip(decision.questions, grouped)]
 
 
@@ -132,7 +139,8 @@ def outcome(decision: Decision, probs: list[list[float]], results: list[ReadResu
     whole = [r.whole_tokens for r in reads] or [0] * len(results)
     return Outcome(answers, sum(max(res.num_prompt_tokens, w) for res, w in zip(results, whole)),
                    decision.attention_mode, rereads, reread_below,
-                   sum(res.num_cached_tokens for res in results), tuple(selections))
+                   sum(res.num_cached_tokens for res in results), tuple(selections),
+                   len(decision.images))
 
 
 def effort_used(outcome: Outcome, key) -> dict | None:

@@ -20,7 +20,7 @@ from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from . import decisions, fitting, readout, systemone, transport
+from . import decisions, fetch, fitting, image_inputs, readout, systemone, transport
 from .config import Calibration, ConfigError, Layout, Settings, check_calibration, check_layout
 from .decision import CAUSAL, NOUL, TWO_WAY, Decision, Outcome
 from .engine import Engine
@@ -45,9 +45,17 @@ class Service:
 
     def __init__(self, settings: Settings, root: Path):
         self.settings, self.profile, self.root = settings, settings.model, root
+        vision = self.profile.vision
         self.engine = Engine(settings.vllm, self.profile.served_model_name,
                              timeout_s=settings.engine_timeout_s,
-                             num_connections=settings.engine_connections)
+                             num_connections=settings.engine_connections,
+                             image_slot=vision.placeholder if vision else None)
+        links = None if settings.image_links == "off" else fetch.Rules(
+            allow_http=settings.image_links_http == "true",
+            timeout_s=settings.image_fetch_timeout_s,
+            max_bytes=vision.max_bytes if vision else fetch.Rules.max_bytes,
+            is_allowed=fetch.is_public if settings.image_links == "public" else fetch.is_unicast)
+        self.image_policy = image_inputs.Policy(self.profile.model_name, vision, links)
         self.labels = None
         self.two_way = False  # set by the start-up probe: the engine plugin reads two-way
         self.max_len = self.profile.max_model_len  # the served context, learnt at start-up
@@ -57,10 +65,11 @@ class Service:
 
     def decide(self, raw: bytes, headers, api=systemone) -> dict:
         """The request path for either API, one line per stage."""
-        body = transport.parse_json(transport.decode(raw, headers.get("Content-Encoding", ""),
-                                    self.settings.max_decoded_bytes),
-                                    headers.get("Content-Type", ""))
-        decision, meta = api.parse(body, max_choice_options=self.max_choice_options,
+        body, files = transport.parse(transport.decode(raw, headers.get("Content-Encoding", ""),
+                                      self.settings.max_decoded_bytes),
+                                      headers.get("Content-Type", ""))
+        decision, meta = api.parse(body, files=files, image_policy=self.image_policy,
+                                   max_choice_options=self.max_choice_options,
                                    max_questions=self.settings.max_questions,
                                    resolve_model=self.resolve_model,
                                    resolve_mode=self.resolve_mode,
@@ -173,7 +182,7 @@ class Service:
                 return self._fail(f"start-up check failed: {getattr(e, 'message', e)}")
         self.reason = "warming up every question type"
         try:
-            for route, body in warmup_bodies(self.two_way):
+            for route, body in warmup_bodies(self.two_way, self.profile.vision is not None):
                 self.decide(json.dumps(body).encode(), {}, ADAPTERS[route])
         except OnepassError as e:
             return self._fail(f"warm-up request failed: {e.message}")

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from .checks import Checker, finish
 from .decision import CHOICE, KINDS, NOUL, SCORE, Decision, Option, Outcome, Question
 from .errors import InvalidRequest, OnepassError, Problem
+from .image_inputs import Collector, replace_placeholders
 from .readout import effort_used
 
 QUESTION_KEYS = {"type", "instructions", "criteria"}
@@ -28,8 +29,10 @@ class Meta:
 
 
 def parse(body, *, max_choice_options: int, max_questions: int, resolve_model, resolve_mode,
-          resolve_options):
-    """Validate a /v1/systemone body; return the Decision and the response metadata."""
+          resolve_options, files=None, image_policy=None):
+    """Validate a /v1/systemone body (its multipart `files` too); return the Decision and the
+    response metadata. Images: the `images` list, then data URLs and image parts in the state,
+    then the assets, whose placeholders are replaced in the state and in the questions."""
     check = Checker()
     if not isinstance(body, dict):
         raise InvalidRequest([Problem((), "the body must be a JSON object", "model_attributes_type")])
@@ -42,13 +45,21 @@ def parse(body, *, max_choice_options: int, max_questions: int, resolve_model, r
     state = body.get("state")
     if "state" in body and not isinstance(state, (str, dict, list)):
         check.add(("state",), "state must be text, an object or an array", "string_type")
-    if "assets" in body:
-        check.add(("assets",), "this server's model reads text only; image assets need a "
-                  "vision-language model profile", "unsupported")
-    ids, questions = _questions(body.get("questions"), check, max_choice_options, max_questions)
-    return finish(check, body, model=model, state=state, questions=questions,
-                  resolve_model=resolve_model, resolve_mode=resolve_mode,
-                  resolve_options=resolve_options), \
+    collector = Collector(check)
+    if "images" in body:
+        collector.listed(body["images"])
+    state = collector.in_state(state)
+    labels = collector.assets(body.get("assets"), files or {})
+    raw = body.get("questions")
+    if labels and isinstance(raw, dict):  # legends still echo the criteria as sent
+        raw = {qid: {k: replace_placeholders(v, labels) if k in ("instructions", "criteria")
+                     else v for k, v in q.items()} if isinstance(q, dict) else q
+               for qid, q in raw.items()}
+    ids, questions = _questions(raw, check, max_choice_options, max_questions)
+    return finish(check, body, model=model, state=replace_placeholders(state, labels),
+                  questions=questions, resolve_model=resolve_model, resolve_mode=resolve_mode,
+                  resolve_options=resolve_options, collector=collector,
+                  image_policy=image_policy), \
         Meta(tuple(ids), tuple(body["questions"][qid].get("criteria")
                                if questions[i].kind == SCORE else None for i, qid in enumerate(ids)))
 
@@ -164,8 +175,10 @@ def render(outcome: Outcome, decision: Decision, meta: Meta) -> dict:
                                        enumerate(legend)},
                             "probabilities": {str(j): p for j, p in enumerate(a.probabilities)},
                             "confidence": a.confidence}
-    doc = {"model": decision.model, "answers": answers,
-           "usage": {"input_tokens": outcome.num_input_tokens, "output_tokens": 0},
+    usage = {"input_tokens": outcome.num_input_tokens, "output_tokens": 0}
+    if outcome.images:  # input_tokens include the image tokens
+        usage["images"] = outcome.images
+    doc = {"model": decision.model, "answers": answers, "usage": usage,
            "x_attention_mode": outcome.attention_mode}
     effort = effort_used(outcome, lambda i: {"question": meta.ids[i]})
     if effort:  # extensions carry the contract's x_ prefix

@@ -1,7 +1,8 @@
 """Transport: a request body off the socket, decoded and parsed as JSON, within limits.
 
 Owns: Content-Length and chunked reading, Content-Encoding (gzip, deflate, zstd) with a cap on
-the decoded size, Content-Type checks, strict JSON parsing (no NaN, bounded nesting).
+the decoded size, Content-Type checks, strict JSON parsing (no NaN, bounded nesting), and
+multipart/form-data (the JSON in a part named `request`, image files in the others).
 Never: interprets the JSON (the adapters do) or logs body bytes.
 In: the handler's headers and rfile. Out: a JSON value, or a typed error.
 """
@@ -88,6 +89,66 @@ def _bounded(decompressor, data: bytes, limit: int, error) -> bytes:
     if len(out) > limit:
         raise PayloadTooLarge(f"the decoded body exceeds this server's limit of {limit} bytes")
     return out
+
+
+MAX_PARTS = 32  # a multipart body's parts, the request included
+
+
+def parse(body: bytes, content_type: str):
+    """(JSON value, {part name: bytes}) from a JSON or a multipart/form-data body."""
+    media, _, params = content_type.partition(";")
+    if media.strip().lower() != "multipart/form-data":
+        return parse_json(body, content_type), {}
+    boundary = _param(params, "boundary")
+    if not boundary or len(boundary) > 70:
+        raise InvalidRequest([Problem((), "multipart/form-data needs a boundary of 1 to 70 "
+                                      "characters", "value_error")])
+    files = _multipart(body, boundary.encode("latin-1", "replace"))
+    if "request" not in files:
+        raise InvalidRequest([Problem((), "a multipart body needs a part named \"request\" "
+                                      "holding the JSON request", "missing")])
+    request, ctype = files.pop("request")
+    return parse_json(request, ctype or "application/json"), {k: v for k, (v, _) in files.items()}
+
+
+def _param(params: str, name: str) -> str | None:
+    for item in params.split(";"):
+        key, _, value = item.strip().partition("=")
+        if key.strip().lower() == name:
+            return value.strip().strip('"')
+    return None
+
+
+def _multipart(body: bytes, boundary: bytes) -> dict:
+    """{name: (bytes, content type)}; every part needs a unique form-data name."""
+    def bad(msg):
+        return InvalidRequest([Problem((), f"malformed multipart body: {msg}", "value_error")])
+    delimiter = b"--" + boundary
+    start = body.find(delimiter)  # anything before it is a preamble, ignored
+    if start < 0:
+        raise bad("the boundary never occurs")
+    chunks = body[start + len(delimiter):].split(b"\r\n" + delimiter)
+    if len(chunks) > MAX_PARTS + 1:
+        raise bad(f"more than {MAX_PARTS} parts")
+    parts = {}
+    for chunk in chunks:
+        if chunk.startswith(b"--"):  # the closing delimiter
+            return parts
+        head, sep, content = chunk.partition(b"\r\n\r\n")
+        if not sep:
+            raise bad("a part without a blank line after its headers")
+        headers = {}
+        for line in head.decode("utf-8", "replace").split("\r\n")[1:]:
+            key, _, value = line.partition(":")
+            headers[key.strip().lower()] = value.strip()
+        disposition, _, params = headers.get("content-disposition", "").partition(";")
+        name = _param(params, "name")
+        if disposition.strip().lower() != "form-data" or not name:
+            raise bad("every part needs Content-Disposition: form-data with a name")
+        if name in parts:
+            raise bad(f"two parts are named {name!r}")
+        parts[name] = (content, headers.get("content-type", ""))
+    raise bad("no closing boundary")
 
 
 def _no_constants(name):

@@ -85,12 +85,12 @@ def wait_health(base, want_status, timeout=120):
     raise AssertionError(f"{base}/health never reached {want_status}")
 
 
-def launch_serve(log_dir, until: str) -> tuple[subprocess.Popen, list]:
+def launch_serve(log_dir, until: str, env_extra=None) -> tuple[subprocess.Popen, list]:
     """serve.sh on free ports, its output read until a line starting with `until` (or EOF)."""
     env = clean_env()
     env.update(ONEPASS_PORT=str(free_port()), ONEPASS_VLLM_PORT=str(free_port()),
                ONEPASS_LOG_DIR=str(log_dir), ONEPASS_DEVICE="cpu",
-               ONEPASS_VLLM_ARGS=" ".join(VLLM_TEST_ARGS))
+               ONEPASS_VLLM_ARGS=" ".join(VLLM_TEST_ARGS), **(env_extra or {}))
     proc = subprocess.Popen(["bash", str(ROOT / "serve.sh")], env=env, cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     output = []
@@ -102,9 +102,9 @@ def launch_serve(log_dir, until: str) -> tuple[subprocess.Popen, list]:
     return proc, output
 
 
-@pytest.fixture(scope="session")
-def stack(tmp_path_factory):
-    proc, output = launch_serve(tmp_path_factory.mktemp("logs"), "onepass ready:")
+def serve_stack(log_dir, env_extra=None):
+    """serve.sh until ready, as a Stack; the caller stops it with stop_stack."""
+    proc, output = launch_serve(log_dir, "onepass ready:", env_extra)
     if not output or not output[-1].startswith("onepass ready:"):
         proc.kill()
         raise RuntimeError("serve.sh did not get ready:\n" + "".join(output[-30:]))
@@ -112,11 +112,31 @@ def stack(tmp_path_factory):
     url = re.search(r"onepass ready: (http://[^/]+)/v1/systemone", text).group(1)
     vllm_url = re.search(r"--vllm (http://\S+)", text).group(1)
     vllm_pid = int(re.search(r"start vLLM: done \(pid (\d+)", text).group(1))
-    s = Stack(url, vllm_url, proc, output, vllm_pid)
+    return Stack(url, vllm_url, proc, output, vllm_pid)
+
+
+def stop_stack(s: Stack) -> None:
+    if s.proc.poll() is None:
+        s.proc.send_signal(signal.SIGTERM)
+        s.proc.wait(timeout=120)
+
+
+@pytest.fixture(scope="session")
+def stack(tmp_path_factory):
+    s = serve_stack(tmp_path_factory.mktemp("logs"))
     yield s
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=120)
+    stop_stack(s)
+
+
+@pytest.fixture(scope="session")
+def vision_stack(tmp_path_factory):
+    """serve.sh with the tiny random-weight vision model (profile idefics3-tiny): the image path
+    end to end. Its answers are noise; the tests check plumbing, never accuracy."""
+    log_dir = tmp_path_factory.mktemp("vision-logs")
+    s = serve_stack(log_dir, {"ONEPASS_PROFILE": "idefics3-tiny"})
+    s.log_dir = log_dir
+    yield s
+    stop_stack(s)
 
 
 @dataclass

@@ -59,6 +59,11 @@ def run(client, scenario: str) -> dict:
         return decision(create(model="jev-latest", input=items, questions=[q, CHOICE],
                                prompt_cache_key="tenant-a", safety_identifier="user-123",
                                extra_body={"top_logprobs": 5}))
+    if scenario == "image":  # a vision profile: the image as an input_image part
+        items = [{"role": "user", "content": [
+            {"type": "input_text", "text": "Product photo attached."},
+            {"type": "input_image", "image_url": PNG, "detail": "low"}]}]
+        return decision(create(model="jev-latest", input=items, questions=[PREDICATE, CHOICE]))
     if scenario == "runner":
         from openai.lib.decisions_tool_runner import DecisionsToolRunner
         done = []

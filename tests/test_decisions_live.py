@@ -97,7 +97,7 @@ def test_alias_without_v1(stack):
     ("no_questions", 400, "BadRequestError", "questions", None),
     ("unknown_model", 404, "NotFoundError", "model", "model_not_found"),
     ("remote_image", 400, "BadRequestError", "input[0].content[0].image_url", None),
-    ("data_image", 400, "BadRequestError", "questions[0].instructions[0]", None),
+    ("data_image", 400, "BadRequestError", "questions[0].instructions[0].image_url", None),
 ])
 def test_errors_become_the_right_exceptions(stack, scenario, status, exception, param, code):
     """openai: each error status parses into its exception with .type, .param and .code."""

@@ -1,0 +1,204 @@
+"""Image inputs: every way a request carries images, found, numbered in one order, and turned into
+checked bytes.
+
+Owns: the top-level `images` list (data URLs, bare base64, links, chat-style parts; numbered
+first), data URLs anywhere inside state strings and chat-style image parts in the state (each
+replaced by `[image N]`), TypeSafe assets (multipart parts or `data_base64`; every occurrence of a
+placeholder inside a string of the state, instructions or criteria becomes that image's label,
+and each asset is shown once), OpenAI `input_image` parts; the per-request count; fetching links
+(fetch.py) and checking bytes (images.py) with every refusal naming the image and its place.
+Never: decodes pixels, logs or echoes links or bytes, lets vLLM fetch (it gets data URLs only).
+In: request fragments from an adapter. Out: `[image N]` labels in its text, then Images.
+"""
+from __future__ import annotations
+
+import re
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from . import fetch, images
+from .config import Vision
+
+# A data URL inside any string: the base64 runs to the first character that cannot be in it.
+DATA_URL = re.compile(r"data:image/[\w.+-]*;base64,[A-Za-z0-9+/=]*")
+PART_TYPES = {"image_url", "input_image"}  # chat-style and OpenAI-style image parts
+ASSET_KEYS = {"type", "part", "format", "data_base64"}
+ASSET_FORMATS = ("png", "jpg", "jpeg")  # the contract's `format` values; the bytes decide
+MAX_FETCHES = 4  # links fetched at once per request
+
+
+@dataclass(frozen=True)
+class Source:
+    kind: str  # data_url, base64, link or bytes
+    value: object  # the text or the bytes
+    loc: tuple  # where the request put it; refusals name it
+
+
+@dataclass(frozen=True)
+class Policy:
+    """What this server reads: the profile's image limits (None: text only) and link rules."""
+    model: str
+    vision: Vision | None
+    links: fetch.Rules | None  # None: links are switched off
+
+
+def label(n: int) -> str:
+    return f"[image {n}]"
+
+
+class Collector:
+    """Collects a request's images in reading order; problems go to the adapter's Checker."""
+
+    def __init__(self, check):
+        self.check = check
+        self.sources: list[Source] = []
+
+    def add(self, kind: str, value, loc) -> str:
+        self.sources.append(Source(kind, value, tuple(loc)))
+        return label(len(self.sources))
+
+    def url(self, value, loc) -> str | None:
+        """An image given by URL text: a data URL, or an http(s) link to fetch."""
+        if not isinstance(value, str):
+            self.check.add(loc, "an image URL must be a string", "string_type")
+            return None
+        head = value[:8].lower()
+        if head.startswith("data:"):
+            return self.add("data_url", value, loc)
+        if head.startswith(("https://", "http://")):
+            return self.add("link", value, loc)
+        self.check.add(loc, "an image URL must be a data: URL or an https link", "value_error")
+        return None
+
+    def listed(self, raw, loc=("images",)) -> None:
+        """The top-level `images` list: data URLs, bare base64, links or chat-style parts."""
+        if not isinstance(raw, list):
+            self.check.add(loc, "images must be an array of images", "list_type")
+            return
+        for i, item in enumerate(raw):
+            if isinstance(item, dict) and item.get("type") in PART_TYPES:
+                self.url(_part_url(item), (*loc, i))
+            elif isinstance(item, str) and not item[:8].lower().startswith(
+                    ("data:", "https://", "http://")):
+                self.add("base64", item, (*loc, i))
+            else:
+                self.url(item, (*loc, i))
+
+    def in_state(self, value, loc=("state",)):
+        """The state with every data URL and image part replaced by its `[image N]` label
+        (strings inside strings too; object keys are never touched)."""
+        if isinstance(value, dict):
+            if value.get("type") in PART_TYPES and "image_url" in value:
+                return self.url(_part_url(value), loc) or ""
+            return {k: self.in_state(v, (*loc, k)) for k, v in value.items()}
+        if isinstance(value, list):
+            return [self.in_state(v, (*loc, i)) for i, v in enumerate(value)]
+        if isinstance(value, str) and "data:image/" in value:
+            return DATA_URL.sub(lambda m: self.add("data_url", m.group(0), loc), value)
+        return value
+
+    def assets(self, raw, files: dict) -> dict:
+        """TypeSafe assets -> {placeholder: label}; each multipart part claimed exactly once."""
+        claimed, labels = set(), {}
+        if raw is None:
+            raw = {}
+        elif not isinstance(raw, dict) or not raw:
+            self.check.add(("assets",), "assets must be a non-empty object of placeholder -> "
+                           "asset", "dict_type")
+            raw = {}
+        for placeholder, asset in raw.items():
+            loc = ("assets", placeholder)
+            if not placeholder:
+                self.check.add(loc, "an asset placeholder must be non-empty", "string_too_short")
+            elif not isinstance(asset, dict) or asset.get("type") != "image":
+                self.check.add(loc, "an asset must be {\"type\": \"image\", \"part\": name} or "
+                               "{\"type\": \"image\", \"format\", \"data_base64\"}", "value_error")
+            elif set(asset) - ASSET_KEYS:
+                self.check.add(loc, f"unknown asset fields {sorted(set(asset) - ASSET_KEYS)}",
+                               "extra_forbidden")
+            elif "part" in asset:  # multipart: data_base64 is then ignored
+                part = asset["part"]
+                if not isinstance(part, str) or part not in files:
+                    self.check.add((*loc, "part"), "no multipart part has this name",
+                                   "value_error")
+                elif part in claimed:
+                    self.check.add((*loc, "part"), "this multipart part is claimed by another "
+                                   "asset", "value_error")
+                else:
+                    claimed.add(part)
+                    labels[placeholder] = self.add("bytes", files[part], loc)
+            elif asset.get("format") not in ASSET_FORMATS or not isinstance(
+                    asset.get("data_base64"), str):
+                self.check.add(loc, "an inline asset needs format (png, jpg or jpeg) and "
+                               "data_base64 as a string", "value_error")
+            else:
+                labels[placeholder] = self.add("base64", asset["data_base64"], loc)
+        for name in sorted(set(files) - claimed):
+            self.check.add(("assets",), f"the multipart part {name!r} is claimed by no asset",
+                           "value_error")
+        return labels
+
+    def resolve(self, policy: Policy | None) -> tuple:
+        """The Images, in label order; every refusal is a problem naming the image. No policy
+        (or no vision settings): a text-only model."""
+        if not self.sources:
+            return ()
+        vision = policy.vision if policy else None
+        if vision is None:
+            model = f" ({policy.model})" if policy else ""
+            self.check.add(self.sources[0].loc, f"this server's model{model} reads text only; "
+                           "images need a vision-language model profile", "unsupported")
+            return ()
+        if len(self.sources) > vision.max_images:
+            self.check.add(self.sources[vision.max_images].loc, "this server reads at most "
+                           f"{vision.max_images} images per request; this one has "
+                           f"{len(self.sources)}", "too_long")
+            return ()
+        with ThreadPoolExecutor(MAX_FETCHES, thread_name_prefix="image") as pool:
+            found = list(pool.map(lambda s: _image(s, policy), self.sources))
+        for n, (source, image) in enumerate(zip(self.sources, found), 1):
+            if isinstance(image, str):
+                self.check.add(source.loc, f"image {n}: {image}", "image_invalid")
+        return tuple(found)
+
+
+def replace_placeholders(value, labels: dict):
+    """Every occurrence of a placeholder inside a string (not an object key) becomes its
+    label; the longest placeholder wins where one contains another."""
+    if not labels:
+        return value
+    pattern = re.compile("|".join(map(re.escape, sorted(labels, key=len, reverse=True))))
+
+    def walk(v):
+        if isinstance(v, str):
+            return pattern.sub(lambda m: labels[m.group(0)], v)
+        if isinstance(v, dict):
+            return {k: walk(x) for k, x in v.items()}
+        if isinstance(v, list):
+            return [walk(x) for x in v]
+        return v
+    return walk(value)
+
+
+def _part_url(part: dict):
+    """image_url as a string (OpenAI) or as {"url": ...} (chat completions)."""
+    url = part.get("image_url")
+    return url.get("url") if isinstance(url, dict) else url
+
+
+def _image(source: Source, policy: Policy):
+    """An Image, or the reason it is refused (never the link or the bytes)."""
+    v = policy.vision
+    try:
+        if source.kind == "data_url":
+            return images.from_data_url(source.value, v.max_bytes, v.max_pixels)
+        if source.kind == "base64":
+            return images.from_base64(source.value, v.max_bytes, v.max_pixels)
+        if source.kind == "bytes":
+            return images.from_bytes(source.value, v.max_bytes, v.max_pixels)
+        if policy.links is None:
+            return "image links are switched off on this server; send the image inline"
+        data, _ = fetch.fetch(source.value, policy.links)
+        return images.from_bytes(data, v.max_bytes, v.max_pixels)
+    except (images.BadImage, fetch.FetchRefused) as e:
+        return str(e)

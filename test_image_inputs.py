@@ -1,0 +1,259 @@
+"""Stdlib-only tests of the image inputs of a request: every form found and numbered in one order,
+placeholders, multipart bodies, limits and refusals naming the image, the layout of images in
+the prompt (each copy of the state shows them) and their token cost when fitting.
+Run: python3 -m unittest test_image_inputs
+"""
+import base64
+import json
+import unittest
+from dataclasses import replace
+
+from onepass import decisions, fitting, image_inputs, layout, readout, systemone, transport
+from onepass.config import Vision, load_profile
+from onepass.decision import NOUL, Decision, Option, Question, ReadResult
+from onepass.errors import InvalidRequest
+from onepass.warmup import png
+from test_decisions import LIMITS
+from test_shim import LABELS
+
+_, VLM = load_profile("serve_config.json", "idefics3-tiny")
+VISION = VLM.vision
+POLICY = image_inputs.Policy("tiny", VISION, None)  # links off: no network in these tests
+
+
+def data_url(rgb, size=(8, 6)) -> str:
+    return "data:image/png;base64," + base64.b64encode(png(*size, rgb)).decode()
+
+
+RED, BLUE, GREEN = data_url((255, 0, 0)), data_url((0, 0, 255)), data_url((0, 255, 0))
+NOUL_Q = {"type": "noul", "instructions": "Is it red?"}
+
+
+def parse(body, files=None, policy=POLICY, api=systemone):
+    kwargs = {**LIMITS, "files": files, "image_policy": policy}
+    return api.parse({"model": "jev-latest", **body}, **kwargs)[0]
+
+
+def problems(body, files=None, policy=POLICY, api=systemone):
+    with unittest.TestCase().assertRaises(InvalidRequest) as ctx:
+        parse(body, files, policy, api)
+    return [(p.loc, p.msg) for p in ctx.exception.problems]
+
+
+def colour(image) -> bytes:
+    """The first pixel's RGB, read back from our own uncompressed-row PNGs."""
+    import zlib
+    data = image.data
+    idat = data.index(b"IDAT")
+    length = int.from_bytes(data[idat - 4:idat], "big")
+    return zlib.decompress(data[idat + 4:idat + 4 + length])[1:4]
+
+
+class TestForms(unittest.TestCase):
+    def test_images_list_first_then_state_in_order(self):
+        """`images` entries are numbered first (data URL, bare base64, chat part), then the
+        data URLs and image parts in the state in document order; each leaves its label."""
+        bare = RED.split(",", 1)[1]
+        d = parse({"images": [bare, {"type": "image_url", "image_url": {"url": BLUE}}],
+                   "state": {"a": GREEN, "b": ["text", {"type": "image_url", "image_url": RED}],
+                             "c": f"see {BLUE} here"},
+                   "questions": {"q": NOUL_Q}},
+                  policy=image_inputs.Policy("tiny", replace(VISION, max_images=8), None))
+        self.assertEqual(d.state, {"a": "[image 3]", "b": ["text", "[image 4]"],
+                                   "c": "see [image 5] here"})
+        self.assertEqual([colour(i) for i in d.images],
+                         [b"\xff\0\0", b"\0\0\xff", b"\0\xff\0", b"\xff\0\0", b"\0\0\xff"])
+
+    def test_a_state_string_that_is_a_data_url(self):
+        d = parse({"state": RED, "questions": {"q": NOUL_Q}})
+        self.assertEqual((d.state, len(d.images)), ("[image 1]", 1))
+
+    def test_assets_placeholders_everywhere_image_sent_once(self):
+        """Every occurrence of a placeholder (state, instructions, criteria; inside strings, not
+        keys) points at one image, which is sent once; legends echo criteria as sent."""
+        ph = "<image:38e7ceb377534468bba143e212050716>"
+        body = {"state": {"photo": ph, ph: "a key stays", "note": f"compare {ph} and <<b>>"},
+                "questions": {"q": {"type": "noul", "instructions": f"Is {ph} damaged?",
+                                    "criteria": {"true": f"{ph} shows damage"}},
+                              "s": {"type": "score", "criteria": [f"{ph} bad", "good"]}},
+                "assets": {ph: {"type": "image", "part": "asset-0"},
+                           "<<b>>": {"type": "image", "format": "jpg",
+                                     "data_base64": BLUE.split(",", 1)[1]}}}
+        d, meta = systemone.parse({"model": "jev-latest", **body}, files={"asset-0": png(4, 4, (255, 0, 0))},
+                                  image_policy=POLICY, **LIMITS)
+        self.assertEqual(d.state, {"photo": "[image 1]", ph: "a key stays",
+                                   "note": "compare [image 1] and [image 2]"})
+        self.assertEqual(d.questions[0].instructions, "Is [image 1] damaged?")
+        self.assertEqual(d.questions[0].options[0].text, "[image 1] shows damage")
+        self.assertEqual(d.questions[1].options[0].text, "[image 1] bad")
+        self.assertEqual(meta.legends[1], [f"{ph} bad", "good"])
+        self.assertEqual([i.format for i in d.images], ["png", "png"])  # sniffed, not "jpg"
+
+    def test_asset_numbering_after_inline_images(self):
+        d = parse({"images": [RED], "state": {"x": BLUE, "y": "<p>"},
+                   "assets": {"<p>": {"type": "image", "format": "png",
+                                      "data_base64": GREEN.split(",", 1)[1]}},
+                   "questions": {"q": NOUL_Q}})
+        self.assertEqual(d.state, {"x": "[image 2]", "y": "[image 3]"})
+
+    def test_asset_refusals(self):
+        part = {"type": "image", "part": "asset-0"}
+        self.assertEqual(problems({"state": "x", "questions": {"q": NOUL_Q}, "assets": {}})[0][0],
+                         ("assets",))
+        self.assertEqual(problems({"state": "x", "questions": {"q": NOUL_Q},
+                                   "assets": {"a": part}})[0][0], ("assets", "a", "part"))
+        twice = problems({"state": "x", "questions": {"q": NOUL_Q},
+                          "assets": {"a": part, "b": part}}, files={"asset-0": png(2, 2, (0, 0, 0))})
+        self.assertEqual(twice[0][0], ("assets", "b", "part"))
+        unclaimed = problems({"state": "x", "questions": {"q": NOUL_Q}},
+                             files={"asset-9": png(2, 2, (0, 0, 0))})
+        self.assertIn("asset-9", unclaimed[0][1])
+        no_format = problems({"state": "x", "questions": {"q": NOUL_Q},
+                              "assets": {"a": {"type": "image", "data_base64": "AAAA"}}})
+        self.assertEqual(no_format[0][0], ("assets", "a"))
+        self.assertEqual(problems({"state": "x", "questions": {"q": NOUL_Q},
+                                   "assets": {"a": {"type": "audio"}}})[0][0], ("assets", "a"))
+
+    def test_openai_input_image_parts(self):
+        """/v1/decisions: input_image parts in messages, tool outputs and instructions stand as
+        their labels in reading order; a link with links off is a 400 naming it."""
+        body = {"input": [{"role": "user", "content": [
+                    {"type": "input_text", "text": "Photos:"},
+                    {"type": "input_image", "image_url": RED, "detail": "low"}]},
+                    {"type": "function_call", "call_id": "c1", "name": "snap", "arguments": "{}"},
+                    {"type": "function_call_output", "call_id": "c1", "output": [
+                        {"type": "input_image", "image_url": BLUE}]}],
+                "questions": [{"type": "predicate", "instructions": [
+                    {"type": "input_text", "text": "Same as"},
+                    {"type": "input_image", "image_url": GREEN}]}]}
+        d = parse(body, api=decisions)
+        self.assertEqual(d.state, "user: Photos:\n[image 1]\n\ntool call c1: snap({})\n\n"
+                                  "tool output c1: [image 2]")
+        self.assertEqual(d.questions[0].instructions, "Same as\n[image 3]")
+        self.assertEqual(len(d.images), 3)
+        link = {"type": "input_image", "image_url": "https://example.com/a.png"}
+        body["input"][0]["content"].append(link)
+        got = problems(body, api=decisions)
+        self.assertEqual(got[0][0], ("input", 0, "content", 2, "image_url"))
+        self.assertIn("switched off", got[0][1])
+
+
+class TestLimits(unittest.TestCase):
+    def test_count_bytes_pixels_and_bad_data_name_the_image(self):
+        q = {"q": NOUL_Q}
+        five = problems({"state": "x", "images": [RED] * 5, "questions": q})
+        self.assertEqual(five, [(("images", 4), "this server reads at most 4 images per "
+                                                "request; this one has 5")])
+        small = replace(VISION, max_bytes=50, max_pixels=100)
+        policy = image_inputs.Policy("tiny", small, None)
+        big = data_url((1, 1, 1), (20, 20))
+        got = problems({"state": {"a": big}, "questions": q}, policy=policy)
+        self.assertEqual(got[0][0], ("state", "a"))
+        self.assertTrue(got[0][1].startswith("image 1: "), got)
+        for bad in ("data:image/png;base64,AAAA", "data:image/png;base64,!!notbase64",
+                    "data:image/png;base64," + base64.b64encode(b"GIF89a").decode()):
+            got = problems({"state": "x", "images": [RED, bad], "questions": q})
+            self.assertEqual(got[0][0], ("images", 1))
+            self.assertTrue(got[0][1].startswith("image 2: "), got)
+        self.assertEqual(problems({"state": "x", "images": "nope", "questions": q})[0][0],
+                         ("images",))
+        self.assertEqual(problems({"state": "x", "images": [42], "questions": q})[0][0],
+                         ("images", 0))
+
+    def test_a_text_model_refuses_every_form(self):
+        text_only = image_inputs.Policy("smol", None, None)
+        for body in ({"images": [RED]}, {"state": {"a": RED}},
+                     {"assets": {"<a>": {"type": "image", "format": "png",
+                                         "data_base64": RED.split(",", 1)[1]}}}):
+            got = problems({"state": "x <a>", "questions": {"q": NOUL_Q}, **body},
+                           policy=text_only)
+            self.assertEqual(len(got), 1)
+            self.assertIn("(smol) reads text only", got[0][1])
+
+
+class TestMultipart(unittest.TestCase):
+    def body(self, request: dict, files: dict, boundary="d6f56c2db99e474a9bdd48fa83fb62ab"):
+        out = b""
+        parts = [("request", None, "application/json", json.dumps(request).encode())]
+        parts += [(name, name, "image/png", data) for name, data in files.items()]
+        for name, filename, ctype, data in parts:
+            disposition = f'form-data; name="{name}"' + (f'; filename="{filename}"' if filename else "")
+            out += (f"--{boundary}\r\nContent-Disposition: {disposition}\r\n"
+                    f"Content-Type: {ctype}\r\n\r\n").encode() + data + b"\r\n"
+        return out + f"--{boundary}--\r\n".encode(), f"multipart/form-data; boundary={boundary}"
+
+    def test_the_sdk_layout_round_trips_bytes_exactly(self):
+        image = png(3, 3, (13, 10, 13)) + b"\r\n--not-the-boundary\r\n\r\n"
+        raw, ctype = self.body({"state": "x"}, {"asset-0": image, "asset-1": b"\x00" * 10})
+        body, files = transport.parse(raw, ctype)
+        self.assertEqual(body, {"state": "x"})
+        self.assertEqual(files, {"asset-0": image, "asset-1": b"\x00" * 10})
+
+    def test_malformed_bodies_are_4xx(self):
+        raw, ctype = self.body({"state": "x"}, {})
+        for bad_raw, bad_type in ((raw, "multipart/form-data"), (b"junk", ctype),
+                                  (raw.replace(b'name="request"', b'name="other"'), ctype),
+                                  (raw[:-10], ctype),
+                                  (raw.replace(b"Content-Disposition: form-data; ", b""), ctype)):
+            with self.assertRaises(InvalidRequest):
+                transport.parse(bad_raw, bad_type)
+        many, ctype = self.body({}, {f"p{i}": b"x" for i in range(40)})
+        with self.assertRaises(InvalidRequest):
+            transport.parse(many, ctype)
+
+
+class TestLayout(unittest.TestCase):
+    def decision(self, **kw):
+        d = parse({"state": {"photo": RED, "note": "<image> typed by a client"},
+                   "questions": {"q": NOUL_Q}, "images": [BLUE]})
+        return replace(d, **kw)
+
+    def test_each_copy_shows_every_image_and_client_text_has_no_slots(self):
+        for repeat in (1, 2, 3):
+            d = self.decision(layout=replace(VLM.layout, repeat=repeat))
+            read, = layout.layout(d, VLM, LABELS)
+            system, user = read.chat
+            self.assertEqual(user.count("<image>"), 2 * repeat)
+            self.assertEqual(user.count("[image 1] <image>\n[image 2] <image>\n"), repeat)
+            self.assertIn("<\u200bimage> typed by a client", user)
+            self.assertEqual(read.images, (d.images[0].data_url, d.images[1].data_url) * repeat)
+            self.assertEqual(read.prompt, layout.wrap_chat(VLM, system, user))
+
+    def test_text_requests_keep_the_text_path(self):
+        d = replace(self.decision(), images=())
+        read, = layout.layout(d, VLM, LABELS)
+        self.assertEqual((read.chat, read.images), ((), ()))
+
+    def test_fitting_pays_for_every_image_slot(self):
+        """A prompt short in bytes is still counted when its images may not fit; the images
+        are never cut, the state is."""
+        d = replace(self.decision(), state="word " * 300)
+        counted = []
+
+        def count(texts):
+            counted.extend(texts)
+            return [len(t.split()) for t in texts]
+        per_image = VISION.tokens_per_image
+        reads, selections = fitting.fit(d, VLM, LABELS, count, 250 + 2 * per_image)
+        self.assertEqual(len(selections), 1)
+        self.assertEqual(reads[0].prompt.count("<image>"), 2)
+        kept = reads[0].prompt.count("word")
+        self.assertTrue(0 < kept < 300, kept)
+        self.assertLessEqual(count([reads[0].prompt])[0] + 2 * (per_image - 1),
+                             250 + 2 * per_image)
+
+    def test_image_temperature_applies_to_every_kind(self):
+        q = Question(NOUL, "Red?", (Option("true", None), Option("false", None)))
+        cal = replace(VLM.calibration, temperature={"noul": 1.0, "choice": 1.0, "score": 1.0,
+                                                    "image": 4.0})
+        d = Decision("m", "x", (q,))
+        read, = layout.layout(d, VLM, LABELS)
+        result = ReadResult((-1.0, -3.0), 10)
+        text = readout.probabilities(d, [read], [result], cal, 0.0)[0]
+        image = readout.probabilities(replace(d, images=(object(),)), [read], [result], cal, 0.0)[0]
+        self.assertAlmostEqual(text[0], 1 / (1 + 2.718281828459045 ** -2), places=9)
+        self.assertAlmostEqual(image[0], 1 / (1 + 2.718281828459045 ** -0.5), places=9)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,214 @@
+"""Images end to end on the real stack: serve.sh with the tiny random-weight Idefics3 (profile
+idefics3-tiny) on vLLM CPU, every input form through vLLM's chat route and vision tower. The
+model's answers are noise, so the tests check plumbing: an answer moves when the image changes,
+the same image sent in different forms reads exactly the same, limits are 422s naming the image.
+"""
+import base64
+import json
+import subprocess
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from conftest import ROOT, free_port, request, start_shim, wait_health
+from test_decisions_live import client
+
+from onepass.warmup import png
+
+RED, BLUE = png(40, 30, (255, 0, 0)), png(40, 30, (0, 0, 255))
+QUESTIONS = {"colour": {"type": "choice", "instructions": "Which colour is [image 1]?",
+                        "criteria": {"red": None, "blue": None, "green": "grass"}},
+             "dark": {"type": "noul", "instructions": "Is the picture dark?"},
+             "bright": {"type": "score", "criteria": ["dim", "normal", "bright"]}}
+
+
+def url(data: bytes) -> str:
+    return "data:image/png;base64," + base64.b64encode(data).decode()
+
+
+def answers(stack, state, path="/v1/systemone", **extra):
+    status, _, doc = stack.request("POST", path, {"model": "jev-latest", "state": state,
+                                                  "questions": QUESTIONS, **extra})
+    assert status == 200, doc
+    return doc
+
+
+def numbers(doc) -> list:
+    a = doc["answers"]
+    return [*a["colour"]["probabilities"].values(), a["dark"]["noul"],
+            *a["bright"]["probabilities"].values()]
+
+
+def multipart(request_json: dict, files: dict, boundary="d6f56c2db99e474a9bdd48fa83fb62ab"):
+    """The TypeSafe SDK's layout (wire contract 7.2): the JSON part, then one part per asset."""
+    out = (f'--{boundary}\r\nContent-Disposition: form-data; name="request"\r\n'
+           f"Content-Type: application/json\r\n\r\n").encode() + json.dumps(request_json).encode()
+    for name, data in files.items():
+        out += (f'\r\n--{boundary}\r\nContent-Disposition: form-data; name="{name}"; '
+                f'filename="{name}"\r\nContent-Type: image/png\r\n\r\n').encode() + data
+    return out + f"\r\n--{boundary}--\r\n".encode(), f"multipart/form-data; boundary={boundary}"
+
+
+def test_the_answer_moves_with_the_image_and_repeats_for_the_same(vision_stack):
+    red = answers(vision_stack, {"photo": url(RED), "note": "a product photo"})
+    blue = answers(vision_stack, {"photo": url(BLUE), "note": "a product photo"})
+    again = answers(vision_stack, {"photo": url(RED), "note": "a product photo"})
+    assert numbers(red) == numbers(again)
+    assert max(abs(a - b) for a, b in zip(numbers(red), numbers(blue))) > 1e-3
+    assert red["usage"]["images"] == 1
+    text_only = answers(vision_stack, {"photo": "none", "note": "a product photo"})
+    assert "images" not in text_only["usage"]
+    # vLLM's own count: each of the three questions' reads carries the image's tokens
+    assert red["usage"]["input_tokens"] > text_only["usage"]["input_tokens"] + 3 * 20
+
+
+def test_every_form_of_the_same_image_reads_the_same(vision_stack):
+    """The same bytes in the same place: a data URL in the state, a chat-style part, an
+    OpenAI-style part, a TypeSafe asset (inline base64 and multipart) give identical answers.
+    The `images` list (data URL, bare base64) shows the image in the same place too."""
+    inline = numbers(answers(vision_stack, {"photo": url(RED)}))
+    chat = numbers(answers(vision_stack, {"photo": {"type": "image_url",
+                                                    "image_url": {"url": url(RED)}}}))
+    openai_part = numbers(answers(vision_stack, {"photo": {"type": "input_image",
+                                                           "image_url": url(RED)}}))
+    ph = "<image:38e7ceb377534468bba143e212050716>"
+    asset = numbers(answers(vision_stack, {"photo": ph}, assets={ph: {
+        "type": "image", "format": "png", "data_base64": base64.b64encode(RED).decode()}}))
+    raw, ctype = multipart({"state": {"photo": ph}, "model": "jev-latest",
+                            "questions": QUESTIONS,
+                            "assets": {ph: {"type": "image", "part": "asset-0"}}},
+                           {"asset-0": RED})
+    status, _, doc = vision_stack.request("POST", "/v1/systemone", raw,
+                                          {"Content-Type": ctype})
+    assert status == 200, doc
+    assert inline == chat == openai_part == asset == numbers(doc)
+    listed = [numbers(answers(vision_stack, {"photo": "[image 1]"}, images=[form]))
+              for form in (url(RED), base64.b64encode(RED).decode(),
+                           {"type": "image_url", "image_url": {"url": url(RED)}})]
+    assert listed[0] == listed[1] == listed[2] == inline
+
+
+def test_a_placeholder_used_twice_shows_the_image_once(vision_stack):
+    ph = "<<photo>>"
+    raw, ctype = multipart({"state": f"Look at {ph}. Again: {ph}", "model": "jev-latest",
+                            "questions": {"q": {"type": "noul",
+                                                "instructions": f"Is {ph} red?"}},
+                            "assets": {ph: {"type": "image", "part": "asset-0"}}},
+                           {"asset-0": RED})
+    status, _, doc = vision_stack.request("POST", "/v1/systemone", raw, {"Content-Type": ctype})
+    assert status == 200 and doc["usage"]["images"] == 1, doc
+
+
+def test_openai_input_image_with_the_real_client(vision_stack):
+    """openai 3.51: an input_image part on /v1/decisions answers 200 with usage.images."""
+    out = client(vision_stack.url + "/v1", "image")  # asserts the client's version
+    assert [a["type"] for a in out["answers"]] == ["predicate", "choice"]
+    assert out["usage"]["images"] == 1 and out["usage_types"] == ["int"]
+
+
+def test_limits_and_bad_images_are_422_naming_the_image(vision_stack):
+    q = {"q": {"type": "noul", "instructions": "Red?"}}
+    cases = [({"images": [url(RED)] * 5}, ["body", "images", 4], "at most 4 images"),
+             ({"images": [url(RED), "data:image/png;base64,AAAA"]}, ["body", "images", 1],
+              "image 2: "),
+             ({"images": ["bm90IGFuIGltYWdl"]}, ["body", "images", 0], "not a PNG"),
+             ({"state": {"a": "data:image/png;base64," + base64.b64encode(b"GIF89a").decode()}},
+              ["body", "state", "a"], "image 1: "),
+             ({"images": ["https://127.0.0.1/a.png"]}, ["body", "images", 0], "not public")]
+    for extra, loc, msg in cases:
+        body = {"model": "jev-latest", "state": "x", "questions": q, **extra}
+        status, _, doc = vision_stack.request("POST", "/v1/systemone", body)
+        assert status == 422, (extra, doc)
+        assert doc["detail"][0]["loc"] == loc and msg in doc["detail"][0]["msg"], doc
+    status, _, doc = vision_stack.request("GET", "/health")
+    assert status == 200
+
+
+def test_a_text_model_says_it_reads_text_only(stack):
+    q = {"q": {"type": "noul", "instructions": "Red?"}}
+    status, _, doc = stack.request("POST", "/v1/systemone", {"model": "jev-latest",
+                                                             "state": {"a": url(RED)},
+                                                             "questions": q})
+    assert status == 422 and doc["detail"][0]["loc"] == ["body", "state", "a"]
+    assert "reads text only" in doc["detail"][0]["msg"]
+
+
+def test_repetition_shows_the_images_in_every_copy(vision_stack):
+    one = answers(vision_stack, {"photo": url(RED)})
+    two = answers(vision_stack, {"photo": url(RED)}, kwargs={"layout": {"repeat": 2}})
+    assert two["usage"]["input_tokens"] >= 2 * one["usage"]["input_tokens"] - 3 * 60
+    assert two["usage"]["images"] == 1
+
+
+def test_two_way_reads_images_too(vision_stack):
+    status, _, health = vision_stack.request("GET", "/health")
+    if "bidirectional" not in health["attention_modes"]:
+        pytest.skip("the engine plugin is not live on this stack")
+    causal = numbers(answers(vision_stack, {"photo": url(RED)}))
+    two_way = answers(vision_stack, {"photo": url(RED)}, attention_mode="bidirectional")
+    assert two_way["x_attention_mode"] == "bidirectional" and numbers(two_way) != causal
+
+
+class Images(BaseHTTPRequestHandler):
+    def do_GET(self):
+        body, kind = {"/red.png": (RED, "image/png"), "/page": (b"<html>", "text/html")}.get(
+            self.path, (b"", "text/plain"))
+        self.send_response(200 if body else 404)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+def test_links_fetched_by_the_shim_read_like_inline_images(vision_stack):
+    """A second shim allowing private addresses and http (ONEPASS_IMAGE_LINKS=all, a trusted
+    network) fetches a link from a local server; the default shim refuses the same link."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Images)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    link = f"http://127.0.0.1:{server.server_port}"
+    port = free_port()
+    shim = start_shim(vision_stack.vllm_url, port, {"ONEPASS_IMAGE_LINKS": "all",
+                                                    "ONEPASS_IMAGE_LINKS_HTTP": "true"},
+                      ("--profile", "idefics3-tiny"))
+    try:
+        wait_health(f"http://127.0.0.1:{port}", {"ok"})
+        base = f"http://127.0.0.1:{port}"
+        fetched = request(base, "POST", "/v1/systemone", {
+            "model": "jev-latest", "state": {"photo": "[image 1]"}, "questions": QUESTIONS,
+            "images": [link + "/red.png"]})
+        assert fetched[0] == 200, fetched
+        inline = answers(vision_stack, {"photo": "[image 1]"}, images=[url(RED)])
+        assert numbers(fetched[2]) == numbers(inline)
+        status, _, doc = request(base, "POST", "/v1/systemone", {
+            "model": "jev-latest", "state": "x", "questions": QUESTIONS,
+            "images": [link + "/page"]})
+        assert status == 422 and "not image/*" in doc["detail"][0]["msg"]
+        status, _, doc = vision_stack.request("POST", "/v1/systemone", {
+            "model": "jev-latest", "state": "x", "questions": QUESTIONS,
+            "images": [link + "/red.png"]})
+        assert status == 422 and "https" in doc["detail"][0]["msg"]
+        assert link not in json.dumps(doc)  # refusals never echo the link
+    finally:
+        shim.terminate()
+        shim.wait(timeout=30)
+        server.shutdown()
+
+
+def test_no_image_or_link_reaches_a_log(vision_stack):
+    secret = url(png(12, 12, (1, 2, 3)))
+    answers(vision_stack, {"photo": secret})
+    for log in vision_stack.log_dir.glob("*.log"):
+        text = log.read_text(errors="replace")
+        assert secret.split(",", 1)[1][:40] not in text, log.name
+
+
+def test_vllm_itself_refuses_to_fetch(vision_stack):
+    """vLLM was started so that it cannot fetch: a link sent to it directly is refused."""
+    body = {"model": "idefics3-tiny", "max_tokens": 1, "messages": [{"role": "user", "content": [
+        {"type": "image_url", "image_url": {"url": "http://127.0.0.1:9/a.png"}}]}]}
+    status, _, doc = request(vision_stack.vllm_url, "POST", "/v1/chat/completions", body)
+    assert status == 400 and "domain" in json.dumps(doc).lower(), doc
