@@ -8,8 +8,10 @@ import json
 import unittest
 from dataclasses import replace
 
-from onepass import decisions, fitting, image_inputs, layout, readout, systemone, transport
-from onepass.config import Vision, load_profile
+from onepass import (config, decisions, fitting, image_inputs, layout, readout, systemone,
+                     transport)
+from onepass.config import ConfigError, load_profile
+from onepass.engine import Engine
 from onepass.decision import NOUL, Decision, Option, Question, ReadResult
 from onepass.errors import InvalidRequest
 from onepass.warmup import png
@@ -253,6 +255,36 @@ class TestLayout(unittest.TestCase):
         image = readout.probabilities(replace(d, images=(object(),)), [read], [result], cal, 0.0)[0]
         self.assertAlmostEqual(text[0], 1 / (1 + 2.718281828459045 ** -2), places=9)
         self.assertAlmostEqual(image[0], 1 / (1 + 2.718281828459045 ** -0.5), places=9)
+
+
+class TestEngineAndConfig(unittest.TestCase):
+    def test_image_reads_become_chat_parts_at_their_slots(self):
+        d = parse({"state": {"photo": RED, "b": BLUE}, "questions": {"q": NOUL_Q}})
+        read, = layout.layout(replace(d, layout=replace(VLM.layout, repeat=2)), VLM, LABELS)
+        messages = Engine("http://127.0.0.1:9", "m", timeout_s=1, num_connections=1,
+                          image_slot="<image>")._messages(read)
+        system, user = read.chat
+        self.assertEqual(messages[0], {"role": "system", "content": system})
+        parts = messages[1]["content"]
+        urls = [p["image_url"]["url"] for p in parts if p["type"] == "image_url"]
+        self.assertEqual(urls, [RED, BLUE, RED, BLUE])
+        rebuilt = "".join(p["text"] if p["type"] == "text" else "<image>" for p in parts)
+        self.assertEqual(rebuilt, user)
+
+    def test_profile_and_settings_checks(self):
+        with self.assertRaises(ConfigError):
+            config._check_vision(replace(VISION, placeholder="<img>"), "t")
+        with self.assertRaises(ConfigError):
+            config._check_vision(replace(VISION, max_images=0), "t")
+        with self.assertRaises(ConfigError):
+            config.check_calibration(replace(VLM.calibration, temperature={
+                "noul": 1, "choice": 1, "score": 1, "picture": 1}), "t")
+        for env in ({"ONEPASS_IMAGE_LINKS": "sometimes"}, {"ONEPASS_IMAGE_LINKS_HTTP": "yes"},
+                    {"ONEPASS_IMAGE_FETCH_TIMEOUT_S": "0"}):
+            with self.assertRaises(ConfigError):
+                config.load([], env)
+        settings = config.load(["--profile", "idefics3-tiny"], {"ONEPASS_IMAGE_LINKS": "off"})
+        self.assertEqual((settings.image_links, settings.model.vision), ("off", VISION))
 
 
 if __name__ == "__main__":

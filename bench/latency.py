@@ -1,17 +1,20 @@
 """Latency through the shim vs the same prompts sent straight to vLLM, one call per read.
 
 Usage: python bench/latency.py --shim http://127.0.0.1:8741 --vllm http://127.0.0.1:8742 [--n 30]
-       [--layout profile|plain|'{"repeat": 2}']
+       [--layout profile|plain|'{"repeat": 2}'] [--profile NAME]
 --layout plain sends every prompt technique off (kwargs.layout, and the same prompts direct); a
 JSON object turns techniques on over that (e.g. repetition, to see what it costs the questions
 that share a cached state); the default reads with the profile's own layout.
 Cases: (a) one 3-option choice over a ~60-token state; (b) choice-3, noul, score-3 and choice-5
-over a ~500-token state. Each iteration uses a new state (a unique ticket number up front), so
+over a ~500-token state; on a vision profile also (c) choice-3 and noul over a ~60-token state
+with one 64x48 PNG (a new colour each iteration, so vLLM's image cache cannot replay it; the
+direct path sends the same chat-route reads). Each iteration uses a new state (a unique ticket number up front), so
 vLLM's prefix cache cannot replay a whole earlier request; shim and direct calls use different
 numbers and alternate, so they see the same machine. Warm-up iterations are not timed.
 Prints one table and one JSON line per case: p50/p95 (ms) for both paths and their ratio.
 """
 import argparse
+import base64
 import json
 import os
 import platform
@@ -24,10 +27,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from onepass import config, systemone  # noqa: E402
+from onepass import config, image_inputs, systemone  # noqa: E402
 from onepass.engine import Engine  # noqa: E402
 from onepass.layout import layout  # noqa: E402
 from onepass.probes import verified_labels  # noqa: E402
+from onepass.warmup import png  # noqa: E402
 
 SENTENCE = ("The customer writes that the invoice for March was charged twice to the company card "
             "and that the finance team needs one of the two payments returned before Friday. ")
@@ -39,13 +43,23 @@ SCORE3 = {"type": "score", "instructions": "How urgent is it?", "criteria": ["Lo
 CHOICE5 = {"type": "choice", "instructions": "Which language is the ticket in?",
            "criteria": {"English": None, "German": None, "French": None, "Korean": None,
                         "Spanish": None}}
-CASES = {"a: choice-3, ~60-token state": (2, {"team": CHOICE3}),
+CASES = {"a: choice-3, ~60-token state": (2, {"team": CHOICE3}, 0),
          "b: choice-3 + noul + score-3 + choice-5, ~500-token state":
-             (19, {"team": CHOICE3, "refund": NOUL, "urgency": SCORE3, "lang": CHOICE5})}
+             (19, {"team": CHOICE3, "refund": NOUL, "urgency": SCORE3, "lang": CHOICE5}, 0)}
+IMAGE_CASE = {"c: choice-3 + noul, ~60-token state + one 64x48 image":
+              (2, {"team": CHOICE3, "refund": NOUL}, 1)}
 
 
-def state(tag: str, sentences: int) -> str:
-    return f"Ticket {tag}. " + SENTENCE * sentences
+def state(tag: str, sentences: int, images: int = 0, i: int = 0, path: int = 0):
+    """Text, or with images {"photos": [data URLs], "ticket": text}; each (i, path) has its own
+    colours."""
+    text = f"Ticket {tag}. " + SENTENCE * sentences
+    if not images:
+        return text
+    urls = ["data:image/png;base64," + base64.b64encode(
+        png(64, 48, ((i * 37 + k) % 256, (i * 91) % 256, path * 128))).decode()
+        for k in range(images)]
+    return {"photos": urls, "ticket": text}
 
 
 def post(url: str, body: dict) -> dict:
@@ -68,29 +82,34 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=30)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--layout", default="profile", help="profile, plain, or a JSON object")
+    ap.add_argument("--profile", default="", help="the shim's profile (default: the file's)")
     args = ap.parse_args()
-    _, profile = config.load_profile(args.config, "")
-    engine = Engine(args.vllm, profile.served_model_name, timeout_s=300, num_connections=4)
+    _, profile = config.load_profile(args.config, args.profile)
+    vision = profile.vision
+    engine = Engine(args.vllm, profile.served_model_name, timeout_s=300, num_connections=4,
+                    image_slot=vision.placeholder if vision else None)
     labels = verified_labels(engine, profile)
     plain = None if args.layout == "profile" else config.Layout(
         **({} if args.layout == "plain" else json.loads(args.layout)))
     extra = {"kwargs": {"layout": asdict(plain)}} if plain else {}
+    policy = image_inputs.Policy(profile.model_name, vision, None)
     parse = lambda b: systemone.parse(b, max_choice_options=255, max_questions=400,
                                       resolve_model=lambda m: m,
                                       resolve_mode=lambda mode: mode or "causal",
-                                      resolve_options=lambda o: (plain, None))[0]
-    for name, (sentences, questions) in CASES.items():
+                                      resolve_options=lambda o: (plain, None),
+                                      image_policy=policy)[0]
+    for name, (sentences, questions, images) in {**CASES, **(IMAGE_CASE if vision else {})}.items():
         shim_ms, direct_ms, tokens = [], [], 0
         for i in range(args.warmup + args.n):
-            body = {"model": "jev-latest", "state": state(f"S-{i}", sentences),
+            body = {"model": "jev-latest", "state": state(f"S-{i}", sentences, images, i, 0),
                     "questions": questions, **extra}
             t = time.perf_counter()
             tokens = post(args.shim + "/v1/systemone", body)["usage"]["input_tokens"]
             shim_s = time.perf_counter() - t
-            direct = dict(body, state=state(f"D-{i}", sentences))
+            direct = dict(body, state=state(f"D-{i}", sentences, images, i, 1))
             reads = layout(parse(direct), profile, labels)
             t = time.perf_counter()
-            for read in reads:  # one plain completions call per read, in turn
+            for read in reads:  # one call per read, in turn (the chat route with images)
                 engine.read(read)
             direct_s = time.perf_counter() - t
             if i >= args.warmup:

@@ -5,8 +5,6 @@ the same image sent in different forms reads exactly the same, limits are 422s n
 """
 import base64
 import json
-import subprocess
-import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -212,3 +210,38 @@ def test_vllm_itself_refuses_to_fetch(vision_stack):
         {"type": "image_url", "image_url": {"url": "http://127.0.0.1:9/a.png"}}]}]}
     status, _, doc = request(vision_stack.vllm_url, "POST", "/v1/chat/completions", body)
     assert status == 400 and "domain" in json.dumps(doc).lower(), doc
+
+
+def test_the_profiles_tokens_per_image_bounds_vllms_count(vision_stack):
+    """Fitting reserves the profile's tokens_per_image for each image slot; vLLM's own count
+    (prompt_tokens_details.multimodal_tokens) for small, large and odd-shaped images stays
+    within it."""
+    from onepass.config import load_profile
+    vision = load_profile(str(ROOT / "serve_config.json"), "idefics3-tiny")[1].vision
+    seen = []
+    for size in ((10, 10), (64, 64), (640, 640), (2000, 100)):
+        body = {"model": "idefics3-tiny", "max_tokens": 1, "messages": [{"role": "user", "content": [
+            {"type": "image_url", "image_url": {"url": url(png(*size, (9, 9, 9)))}}]}]}
+        status, _, doc = request(vision_stack.vllm_url, "POST", "/v1/chat/completions", body)
+        assert status == 200, doc
+        seen.append(doc["usage"]["prompt_tokens_details"]["multimodal_tokens"]["image"])
+    assert 0 < min(seen) and max(seen) <= vision.tokens_per_image, seen
+
+
+def test_typesafe_sdk_sends_images_as_zstd_multipart_assets(vision_stack):
+    """dropin.sdk-python with images: typesafe-sdk 0.7.5 puts an Image in the state and in the
+    instructions (its `<image:…>` reference), uploads it as a multipart asset, zstd-compressed
+    past 1 KiB; the answer equals the same image sent inline as a data URL."""
+    from typesafe_sdk import Image, Noul, TypeSafeClient
+    img, note = Image(RED), "a product photo; " * 80  # over 1 KiB: the SDK compresses
+    with TypeSafeClient(api_key="some-key", base_url=vision_stack.url, timeout=120) as client:
+        r = client.system_one(model="jev-preview", state={"photo": img, "note": note},
+                              questions={"red": Noul(instructions=f"Is {img} red?")})
+    sent = r.raw_http_response.request.headers
+    assert sent["content-type"].startswith("multipart/form-data")
+    assert sent.get("content-encoding") == "zstd"
+    assert r.usage.input_tokens > 0
+    status, _, inline = vision_stack.request("POST", "/v1/systemone", {
+        "model": "jev-preview", "state": {"photo": url(RED), "note": note},
+        "questions": {"red": {"type": "noul", "instructions": "Is [image 1] red?"}}})
+    assert status == 200 and r.nouls["red"].noul == inline["answers"]["red"]["noul"]
