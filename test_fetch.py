@@ -44,6 +44,19 @@ class Images(BaseHTTPRequestHandler):
             routes[self.path] = (302, {"Location": target}, b"")
         if self.path == "/slow":
             time.sleep(3)
+        if self.path == "/trickle":  # every byte in time for the step timeout, never done
+            self.send_response(200)
+            self.send_header("Content-Type", "image/png")
+            self.send_header("Content-Length", "100")
+            self.end_headers()
+            try:
+                for _ in range(100):
+                    self.wfile.write(b"x")
+                    self.wfile.flush()
+                    time.sleep(0.2)
+            except OSError:
+                pass
+            return
         status, headers, body = routes.get(self.path, (404, {}, b""))
         self.send_response(status)
         for k, v in headers.items():
@@ -159,6 +172,9 @@ class TestLocalServer(unittest.TestCase):
         self.refused(self.url("/slow"), "failed")
         self.assertLess(time.monotonic() - started, 2.5)
         self.refused(self.url("/missing"), "HTTP 404")
+        started = time.monotonic()  # 0.2 s a byte passes each 1 s step, not the 4 s deadline
+        self.refused(self.url("/trickle"), "too long")
+        self.assertLess(time.monotonic() - started, 6)
         with self.assertRaises(fetch.FetchRefused):  # http is off unless switched on
             fetch.fetch(self.url("/img.png"), fetch.Rules(resolve=self.resolve))
 

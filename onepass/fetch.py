@@ -5,7 +5,8 @@ Owns: the URL rules (https only unless http is switched on, a host, no credentia
 the host and refusing it unless every address is public (no loopback, private, link-local,
 multicast, reserved, unspecified or shared ranges, IPv4 or IPv6, IPv4-mapped and other embedded
 IPv4 forms unwrapped), connecting to the address that was checked (pinned: no second lookup),
-at most MAX_REDIRECTS redirects each checked the same way, timeouts, a byte cap while reading,
+at most MAX_REDIRECTS redirects each checked the same way, timeouts (each step, and a whole-fetch
+deadline of TOTAL_STEPS steps so a trickling server cannot hold a request), a byte cap while reading,
 an image/* content type.
 Never: logs or echoes a URL (error messages name the image and the rule, not the link); follows
 a redirect to another scheme than allowed; retries.
@@ -16,10 +17,13 @@ import http.client
 import ipaddress
 import socket
 import ssl
+import time
 import urllib.parse
 from dataclasses import dataclass
 
 MAX_REDIRECTS = 3
+TOTAL_STEPS = 4  # a whole fetch, redirects included, gets this many times the step timeout
+CHUNK = 64 * 1024
 REDIRECTS = {301, 302, 303, 307, 308}
 
 
@@ -60,6 +64,7 @@ class Rules:
 
 def fetch(url: str, rules: Rules = Rules()) -> tuple[bytes, str]:
     """(body, content type) of an image link, or FetchRefused saying which rule stopped it."""
+    deadline = time.monotonic() + TOTAL_STEPS * rules.timeout_s
     for _ in range(MAX_REDIRECTS + 1):
         scheme, host, port, target = _parts(url, rules)
         address = _checked_address(host, port, rules)
@@ -82,15 +87,27 @@ def fetch(url: str, rules: Rules = Rules()) -> tuple[bytes, str]:
             declared = response.getheader("Content-Length")
             if declared and declared.isdigit() and int(declared) > rules.max_bytes:
                 raise FetchRefused(f"the image is larger than {rules.max_bytes} bytes")
-            body = response.read(rules.max_bytes + 1)
-            if len(body) > rules.max_bytes:
-                raise FetchRefused(f"the image is larger than {rules.max_bytes} bytes")
-            return body, kind
+            return _read(response, rules.max_bytes, deadline), kind
         except (OSError, http.client.HTTPException) as e:
             raise FetchRefused(f"fetching the image failed ({type(e).__name__})") from None
         finally:
             conn.close()
     raise FetchRefused(f"more than {MAX_REDIRECTS} redirects")
+
+
+def _read(response, max_bytes: int, deadline: float) -> bytes:
+    """The body in chunks, refused once it passes max_bytes or the deadline."""
+    chunks, size = [], 0
+    while True:
+        if time.monotonic() > deadline:
+            raise FetchRefused("fetching the image took too long")
+        chunk = response.read1(CHUNK)
+        if not chunk:
+            return b"".join(chunks)
+        size += len(chunk)
+        if size > max_bytes:
+            raise FetchRefused(f"the image is larger than {max_bytes} bytes")
+        chunks.append(chunk)
 
 
 def _parts(url: str, rules: Rules) -> tuple[str, str, int, str]:
