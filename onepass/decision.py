@@ -72,7 +72,6 @@ class ReadResult:
     label_logprobs: tuple[float, ...]  # natural log, full-vocabulary log-softmax
     num_prompt_tokens: int
     num_cached_tokens: int = 0  # of those, served from vLLM's prefix cache
-    num_image_tokens: int = 0  # of those, image tokens (vLLM's count)
 
 
 @dataclass(frozen=True)

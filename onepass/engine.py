@@ -111,8 +111,9 @@ class Engine:
             counts.append(tokens)
         return ReadResult(tuple(logprobs), *counts[0])  # the prompt counts once
 
-    def _read_slice(self, read: Read, ids) -> tuple[list[float], tuple[int, int, int]]:
-        """Label log-probs and (prompt, cached, image) token counts for one slice of ids."""
+    def _read_slice(self, read: Read, ids) -> tuple[list[float], tuple[int, int]]:
+        """Label log-probs and (prompt, cached) token counts for one slice of ids; with
+        images, vLLM's prompt count includes their tokens."""
         body = {"model": self.model, "max_tokens": 1, "temperature": 0.0,
                 "logprob_token_ids": list(ids), "return_tokens_as_token_ids": True}
         if read.attention_mode == TWO_WAY:  # the engine plugin's per-request flag (a string)
@@ -131,11 +132,8 @@ class Engine:
                 top = doc["choices"][0]["logprobs"]["top_logprobs"][0]
             by_id = {int(k.split(":", 1)[1]): v for k, v in top.items()}
             usage = doc["usage"]
-            details = usage.get("prompt_tokens_details") or {}
-            image = (details.get("multimodal_tokens") or {}).get("image") or 0
-            return ([float(by_id[t]) for t in ids],
-                    (int(usage["prompt_tokens"]), int(details.get("cached_tokens") or 0),
-                     int(image)))
+            cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
+            return [float(by_id[t]) for t in ids], (int(usage["prompt_tokens"]), int(cached))
         except (KeyError, IndexError, TypeError, ValueError) as e:
             raise EngineFailed(f"vLLM's completion lacks the label log-probs ({e!r})") from None
 

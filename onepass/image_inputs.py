@@ -62,13 +62,12 @@ class Collector:
         if not isinstance(value, str):
             self.check.add(loc, "an image URL must be a string", "string_type")
             return None
-        head = value[:8].lower()
-        if head.startswith("data:"):
-            return self.add("data_url", value, loc)
-        if head.startswith(("https://", "http://")):
-            return self.add("link", value, loc)
-        self.check.add(loc, "an image URL must be a data: URL or an https link", "value_error")
-        return None
+        kind = _url_kind(value)
+        if kind is None:
+            self.check.add(loc, "an image URL must be a data: URL or an https link",
+                           "value_error")
+            return None
+        return self.add(kind, value, loc)
 
     def listed(self, raw, loc=("images",)) -> None:
         """The top-level `images` list: data URLs, bare base64, links or chat-style parts."""
@@ -78,8 +77,7 @@ class Collector:
         for i, item in enumerate(raw):
             if isinstance(item, dict) and item.get("type") in PART_TYPES:
                 self.url(_part_url(item), (*loc, i))
-            elif isinstance(item, str) and not item[:8].lower().startswith(
-                    ("data:", "https://", "http://")):
+            elif isinstance(item, str) and _url_kind(item) is None:
                 self.add("base64", item, (*loc, i))
             else:
                 self.url(item, (*loc, i))
@@ -178,6 +176,14 @@ def replace_placeholders(value, labels: dict):
             return [walk(x) for x in v]
         return v
     return walk(value)
+
+
+def _url_kind(text: str) -> str | None:
+    """data_url, link (http or https: the fetch rules decide which may be used) or None."""
+    head = text[:8].lower()
+    if head.startswith("data:"):
+        return "data_url"
+    return "link" if head.startswith(("https://", "http://")) else None
 
 
 def _part_url(part: dict):

@@ -90,10 +90,10 @@ def question_probabilities(question: Question, pairs, calibration: Calibration,
     """Option probabilities from a question's reads: temperature per question type (or for
     images), the listings' label mass summed (one read) or the reads averaged, agreement
     shrink, noul floor."""
-    n, temperature_ = len(question.options), temperature(calibration, question.kind, images)
-    per_read = [option_probabilities(r, res, n, temperature_) for r, res in pairs]
+    n, temp = len(question.options), temperature(calibration, question.kind, images)
+    per_read = [option_probabilities(r, res, n, temp) for r, res in pairs]
     probs = [math.fsum(col) / len(per_read) for col in zip(*per_read)]
-    per_order = [d for r, res in pairs for d in order_distributions(r, res, n, temperature_)]
+    per_order = [d for r, res in pairs for d in order_distributions(r, res, n, temp)]
     if shrink and len(per_order) > 1:
         # Mixing with uniform keeps the ranking: the top answer never changes.
         weight = shrink * disagreement(per_order, probs)

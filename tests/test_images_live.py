@@ -181,6 +181,13 @@ def test_links_fetched_by_the_shim_read_like_inline_images(vision_stack):
         assert fetched[0] == 200, fetched
         inline = answers(vision_stack, {"photo": "[image 1]"}, images=[url(RED)])
         assert numbers(fetched[2]) == numbers(inline)
+        def openai_input(image_url):
+            return request(base, "POST", "/v1/decisions", {
+                "model": "jev-latest", "questions": [{"type": "predicate", "instructions": "Red?"}],
+                "input": [{"role": "user", "content": [
+                    {"type": "input_image", "image_url": image_url}]}]})
+        linked, inline_part = openai_input(link + "/red.png"), openai_input(url(RED))
+        assert linked[0] == 200 and linked[2]["answers"] == inline_part[2]["answers"], linked
         status, _, doc = request(base, "POST", "/v1/systemone", {
             "model": "jev-latest", "state": "x", "questions": QUESTIONS,
             "images": [link + "/page"]})
