@@ -3,7 +3,12 @@ blocked range, and a local HTTP server for redirects into them, DNS answers into
 size, type and time limits. Run: python3 -m unittest test_fetch
 """
 import ipaddress
+import os
+import shutil
 import socket
+import ssl
+import subprocess
+import tempfile
 import threading
 import time
 import unittest
@@ -63,7 +68,10 @@ class Images(BaseHTTPRequestHandler):
             self.send_header(k, v)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
-        self.wfile.write(body)
+        try:
+            self.wfile.write(body)
+        except OSError:  # a client that stopped reading at its byte cap
+            pass
 
     def log_message(self, *args):
         pass
@@ -177,6 +185,59 @@ class TestLocalServer(unittest.TestCase):
         self.assertLess(time.monotonic() - started, 6)
         with self.assertRaises(fetch.FetchRefused):  # http is off unless switched on
             fetch.fetch(self.url("/img.png"), fetch.Rules(resolve=self.resolve))
+
+
+@unittest.skipUnless(shutil.which("openssl"), "needs the openssl command to make a certificate")
+class TestTLS(unittest.TestCase):
+    """https to a local TLS server: the connection goes to the checked address while the
+    certificate is verified for the link's host name (SNI); an untrusted certificate or a name
+    mismatch is refused. The test trusts its own certificate through SSL_CERT_FILE, which the
+    default context reads."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.TemporaryDirectory()
+        cert, key = os.path.join(cls.dir.name, "cert.pem"), os.path.join(cls.dir.name, "key.pem")
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                        "-keyout", key, "-out", cert, "-subj", "/CN=public.test",
+                        "-addext", "subjectAltName=DNS:public.test"],
+                       check=True, capture_output=True)
+        cls.cert = cert
+        cls.server = ThreadingHTTPServer(("127.0.0.1", 0), Images)
+        cls.server.daemon_threads = True
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(cert, key)
+        cls.server.socket = context.wrap_socket(cls.server.socket, server_side=True)
+        threading.Thread(target=cls.server.serve_forever, daemon=True).start()
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.server.shutdown()
+        cls.server.server_close()
+        cls.dir.cleanup()
+
+    def fetch(self, host: str, trusted: bool):
+        def resolve(name, port, type=0):
+            return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", port))]
+        rules = fetch.Rules(timeout_s=2.0, resolve=resolve, is_allowed=lambda a: True)
+        saved = os.environ.get("SSL_CERT_FILE")
+        os.environ["SSL_CERT_FILE"] = self.cert if trusted else os.devnull
+        try:
+            return fetch.fetch(f"https://{host}:{self.server.server_port}/img.png", rules)
+        finally:
+            if saved is None:
+                os.environ.pop("SSL_CERT_FILE")
+            else:
+                os.environ["SSL_CERT_FILE"] = saved
+
+    def test_verified_for_the_host_on_the_pinned_address(self):
+        self.assertEqual(self.fetch("public.test", trusted=True), (PNG, "image/png"))
+
+    def test_untrusted_or_mismatched_certificates_are_refused(self):
+        for host, trusted in (("public.test", False), ("other.test", True)):
+            with self.assertRaises(fetch.FetchRefused) as ctx:
+                self.fetch(host, trusted)
+            self.assertIn("SSL", str(ctx.exception))
 
 
 if __name__ == "__main__":
