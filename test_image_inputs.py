@@ -91,6 +91,16 @@ class TestForms(unittest.TestCase):
         self.assertEqual(meta.legends[1], [f"{ph} bad", "good"])
         self.assertEqual([i.format for i in d.images], ["png", "png"])  # sniffed, not "jpg"
 
+    def test_data_urls_in_question_texts_but_never_parts(self):
+        """A data URL in instructions or criteria is an image too (after the state's); a choice
+        whose options are named `type` and `image_url` stays a choice."""
+        d = parse({"state": {"a": RED}, "questions": {
+            "q": {"type": "noul", "instructions": f"Same colour as {BLUE}?"},
+            "c": {"type": "choice", "criteria": {"type": "image_url", "image_url": "x"}}}})
+        self.assertEqual(d.questions[0].instructions, "Same colour as [image 2]?")
+        self.assertEqual([o.key for o in d.questions[1].options], ["type", "image_url"])
+        self.assertEqual(len(d.images), 2)
+
     def test_asset_numbering_after_inline_images(self):
         d = parse({"images": [RED], "state": {"x": BLUE, "y": "<p>"},
                    "assets": {"<p>": {"type": "image", "format": "png",

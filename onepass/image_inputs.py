@@ -2,8 +2,8 @@
 checked bytes.
 
 Owns: the top-level `images` list (data URLs, bare base64, links, chat-style parts; numbered
-first), data URLs anywhere inside state strings and chat-style image parts in the state (each
-replaced by `[image N]`), TypeSafe assets (multipart parts or `data_base64`; every occurrence of a
+first), data URLs anywhere inside state strings and chat-style image parts in the state, then
+data URLs in question texts (each replaced by `[image N]`), TypeSafe assets (multipart parts or `data_base64`; every occurrence of a
 placeholder inside a string of the state, instructions or criteria becomes that image's label,
 and each asset is shown once), OpenAI `input_image` parts; the per-request count; fetching links
 (fetch.py) and checking bytes (images.py) with every refusal naming the image and its place.
@@ -82,15 +82,16 @@ class Collector:
             else:
                 self.url(item, (*loc, i))
 
-    def in_state(self, value, loc=("state",)):
-        """The state with every data URL and image part replaced by its `[image N]` label
-        (strings inside strings too; object keys are never touched)."""
+    def in_state(self, value, loc=("state",), parts=True):
+        """The value with every data URL (inside strings too) and, with `parts`, every image
+        part replaced by its `[image N]` label; object keys are never touched. Question texts
+        take no parts: a choice may well have options named `type` and `image_url`."""
         if isinstance(value, dict):
-            if value.get("type") in PART_TYPES and "image_url" in value:
+            if parts and value.get("type") in PART_TYPES and "image_url" in value:
                 return self.url(_part_url(value), loc) or ""
-            return {k: self.in_state(v, (*loc, k)) for k, v in value.items()}
+            return {k: self.in_state(v, (*loc, k), parts) for k, v in value.items()}
         if isinstance(value, list):
-            return [self.in_state(v, (*loc, i)) for i, v in enumerate(value)]
+            return [self.in_state(v, (*loc, i), parts) for i, v in enumerate(value)]
         if isinstance(value, str) and "data:image/" in value:
             return DATA_URL.sub(lambda m: self.add("data_url", m.group(0), loc), value)
         return value

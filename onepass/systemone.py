@@ -16,6 +16,7 @@ from .image_inputs import Collector, replace_placeholders
 from .readout import effort_used
 
 QUESTION_KEYS = {"type", "instructions", "criteria"}
+QUESTION_TEXTS = ("instructions", "criteria")  # where images and placeholders may stand
 MIN_LEVELS, MAX_LEVELS = 2, 10
 MAX_CHOICE_OPTIONS = 255  # the contract's official cap; the label set may lower it
 
@@ -32,7 +33,8 @@ def parse(body, *, max_choice_options: int, max_questions: int, resolve_model, r
           resolve_options, files=None, image_policy=None):
     """Validate a /v1/systemone body (its multipart `files` too); return the Decision and the
     response metadata. Images: the `images` list, then data URLs and image parts in the state,
-    then the assets, whose placeholders are replaced in the state and in the questions."""
+    then data URLs in the questions' texts, then the assets, whose placeholders are replaced in
+    the state and in the questions."""
     check = Checker()
     if not isinstance(body, dict):
         raise InvalidRequest([Problem((), "the body must be a JSON object", "model_attributes_type")])
@@ -49,11 +51,15 @@ def parse(body, *, max_choice_options: int, max_questions: int, resolve_model, r
     if "images" in body:
         collector.listed(body["images"])
     state = collector.in_state(state)
-    labels = collector.assets(body.get("assets"), files or {})
     raw = body.get("questions")
+    if isinstance(raw, dict):  # data URLs in question texts: strings only, never a part
+        raw = {qid: {k: collector.in_state(v, ("questions", qid, k), parts=False)
+                     if k in QUESTION_TEXTS else v for k, v in q.items()}
+               if isinstance(q, dict) else q for qid, q in raw.items()}
+    labels = collector.assets(body.get("assets"), files or {})
     if labels and isinstance(raw, dict):  # legends still echo the criteria as sent
-        raw = {qid: {k: replace_placeholders(v, labels) if k in ("instructions", "criteria")
-                     else v for k, v in q.items()} if isinstance(q, dict) else q
+        raw = {qid: {k: replace_placeholders(v, labels) if k in QUESTION_TEXTS else v
+                     for k, v in q.items()} if isinstance(q, dict) else q
                for qid, q in raw.items()}
     ids, questions = _questions(raw, check, max_choice_options, max_questions)
     return finish(check, body, model=model, state=replace_placeholders(state, labels),
