@@ -52,7 +52,9 @@ IMAGE_LINKS = ("public", "off", "all")
 SECRET_ENV = "ONEPASS_API_KEY"  # read from the environment only, never from argv or the file
 
 
-STATE_SELECTIONS = ("bm25", "head_tail")  # fitting.py: BM25 per question, or head and tail
+STATE_SELECTIONS = ("bm25", "head_tail")
+MAX_REPEAT = 4  # layout.repeat's bound; a re-read doubles repeat up to it (serve.sh sizes
+# vLLM's images per prompt by it: every copy of the state shows every image)  # fitting.py: BM25 per question, or head and tail
 
 
 @dataclass(frozen=True)
@@ -278,7 +280,7 @@ def check_layout(layout: Layout, where: str) -> None:
     """Types and ranges of the prompt techniques (also used for per-request overrides)."""
     ok = (isinstance(layout.guard_line, bool) and isinstance(layout.question_first, bool)
           and isinstance(layout.orders_as_reads, bool) and isinstance(layout.compact_json, bool)
-          and type(layout.repeat) is int and 1 <= layout.repeat <= 4
+          and type(layout.repeat) is int and 1 <= layout.repeat <= MAX_REPEAT
           and type(layout.orders) is int and 1 <= layout.orders <= 4
           and isinstance(layout.shrink, (int, float)) and 0 <= layout.shrink <= 1
           and layout.state_selection in STATE_SELECTIONS)

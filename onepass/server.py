@@ -21,7 +21,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from . import decisions, fetch, fitting, image_inputs, readout, systemone, transport
-from .config import Calibration, ConfigError, Layout, Settings, check_calibration, check_layout
+from .config import (MAX_REPEAT, Calibration, ConfigError, Layout, Settings, check_calibration,
+                     check_layout)
 from .decision import CAUSAL, NOUL, TWO_WAY, Decision, Outcome
 from .engine import Engine
 from .errors import (AuthInvalid, AuthMissing, BadRequest, EngineUnavailable, InvalidRequest,
@@ -88,7 +89,7 @@ class Service:
         rereads = 0
         if unsure:
             again = replace(decision, questions=tuple(decision.questions[i] for i in unsure),
-                            layout=replace(opts, repeat=min(4, 2 * opts.repeat)))
+                            layout=replace(opts, repeat=min(MAX_REPEAT, 2 * opts.repeat)))
             try:
                 more_reads, _, more = self.read(again)
             except InvalidRequest:  # the doubled question cannot fit: the first answer stands

@@ -51,16 +51,13 @@ def parse(body, *, max_choice_options: int, max_questions: int, resolve_model, r
     if "images" in body:
         collector.listed(body["images"])
     state = collector.in_state(state)
-    raw = body.get("questions")
-    if isinstance(raw, dict):  # data URLs in question texts: strings only, never a part
-        raw = {qid: {k: collector.in_state(v, ("questions", qid, k), parts=False)
-                     if k in QUESTION_TEXTS else v for k, v in q.items()}
-               if isinstance(q, dict) else q for qid, q in raw.items()}
+    # Data URLs in question texts (strings only, never a part), then asset placeholders; the
+    # legends still echo the criteria as sent.
+    raw = _question_texts(body.get("questions"), lambda v, loc: collector.in_state(
+        v, ("questions", *loc), parts=False))
     labels = collector.assets(body.get("assets"), files or {})
-    if labels and isinstance(raw, dict):  # legends still echo the criteria as sent
-        raw = {qid: {k: replace_placeholders(v, labels) if k in QUESTION_TEXTS else v
-                     for k, v in q.items()} if isinstance(q, dict) else q
-               for qid, q in raw.items()}
+    if labels:
+        raw = _question_texts(raw, lambda v, _: replace_placeholders(v, labels))
     ids, questions = _questions(raw, check, max_choice_options, max_questions)
     return finish(check, body, model=model, state=replace_placeholders(state, labels),
                   questions=questions, resolve_model=resolve_model, resolve_mode=resolve_mode,
@@ -68,6 +65,14 @@ def parse(body, *, max_choice_options: int, max_questions: int, resolve_model, r
                   image_policy=image_policy), \
         Meta(tuple(ids), tuple(body["questions"][qid].get("criteria")
                                if questions[i].kind == SCORE else None for i, qid in enumerate(ids)))
+
+
+def _question_texts(raw, fn):
+    """The questions with fn(value, (qid, key)) applied to each instructions and criteria."""
+    if not isinstance(raw, dict):
+        return raw
+    return {qid: {k: fn(v, (qid, k)) if k in QUESTION_TEXTS else v for k, v in q.items()}
+            if isinstance(q, dict) else q for qid, q in raw.items()}
 
 
 def _questions(raw, check, max_choice_options, max_questions):

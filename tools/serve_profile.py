@@ -12,9 +12,12 @@ then the profile's own `vllm_args`.
 """
 import json
 import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from onepass.config import MAX_REPEAT  # noqa: E402  (the shim's package: standard library only)
 
 NO_FETCH_DOMAIN = "vllm-never-fetches.invalid"
-MAX_REPEAT = 4  # config.check_layout's bound on layout.repeat (re-reads double up to it)
 
 
 def profile(config: str, name: str) -> dict:
