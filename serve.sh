@@ -5,7 +5,8 @@
 # Environment: ONEPASS_PORT (8741), ONEPASS_VLLM_PORT (8742), ONEPASS_HOST (127.0.0.1),
 # ONEPASS_PROFILE (serve_config.json's default), ONEPASS_MODEL (path or hub id; default: the
 # embedded SmolLM2), ONEPASS_API_KEY (empty = auth off), ONEPASS_DEVICE (auto|cpu|gpu),
-# ONEPASS_VENV (.venv), ONEPASS_CACHE (~/.cache/onepass), ONEPASS_LOG_DIR (logs),
+# ONEPASS_DTYPE (CPU: auto = bf16 where native, else fp32; float32|bfloat16), ONEPASS_EAGER (CPU:
+# 1 = --enforce-eager, the default; 0 = torch.compile), ONEPASS_VENV (.venv), ONEPASS_CACHE (~/.cache/onepass), ONEPASS_LOG_DIR (logs),
 # ONEPASS_VLLM_ARGS (extra vLLM flags), ONEPASS_READY_TIMEOUT_S (900),
 # VLLM_PLUGINS (default onepass_two_way: the engine plugin), VLLM_PATCHES=1 (stock vLLM with
 # vllm_patches/ in its own venv, default .venv-patched, instead of the plugin; never both).
@@ -96,8 +97,18 @@ profile_field() {  # profile_field KEY: a field of the selected profile ('' when
 start_vllm() {
   say "start vLLM: start"
   mkdir -p "$LOG_DIR"
-  local dtype=bfloat16 eager=""
-  [ "$DEVICE" = cpu ] && dtype=float32 eager=--enforce-eager  # AVX2 CPUs emulate bf16
+  local dtype=bfloat16 eager="" why  # eager: also the CPU's other engine flags
+  if [ "$DEVICE" = cpu ]; then  # bf16 where the CPU computes it natively, else fp32
+    { read -r dtype; read -r why; } < <(python3 "$ROOT/tools/cpu_dtype.py" \
+      "${ONEPASS_DTYPE:-auto}") || die 12 "ONEPASS_DTYPE must be auto, float32 or bfloat16"
+    say "start vLLM: dtype $dtype ($why)"
+    # Eager on CPU unless ONEPASS_EAGER=0: torch.compile was slower or erratic for one question
+    # and starts minutes later (bench/latency.py, both modes, README Measured).
+    [ "${ONEPASS_EAGER:-1}" = 1 ] && eager=--enforce-eager
+    # 32-token cache blocks (the CPU backend's smallest; vLLM picks 128): the reads of one state
+    # recompute at most 31 tokens of it each instead of 127 (README, Measured).
+    eager="$eager --block-size 32"
+  fi
   export VLLM_CPU_KVCACHE_SPACE=${VLLM_CPU_KVCACHE_SPACE:-2}
   # CPU: both cores bound to the forward pass and eager mode. Seen on this 2-core AVX2 machine
   # (2026-11-30): ready in ~40 s instead of ~2.5 min, and a 256-token prefill in 2.7 s instead

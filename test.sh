@@ -9,9 +9,9 @@ PY="${ONEPASS_VENV:-$ROOT/.venv}/bin/python"
 echo "test.sh: setup"
 ONEPASS_DEVICE=cpu bash serve.sh --setup-only
 echo "test.sh: stdlib tests with the machine's python3 (no site-packages)"
-python3 -S -m unittest test_shim test_security test_decisions test_fitting test_bm25 test_fetch test_images test_image_inputs 2>&1 | tail -n 3
+python3 -S -m unittest test_shim test_security test_decisions test_fitting test_bm25 test_fetch test_images test_image_inputs test_tools 2>&1 | tail -n 3
 echo "test.sh: stdlib tests with coverage of onepass/"
-"$PY" -m coverage run --source=onepass -m unittest test_shim test_security test_decisions test_fitting test_bm25 test_fetch test_images test_image_inputs
+"$PY" -m coverage run --source=onepass -m unittest test_shim test_security test_decisions test_fitting test_bm25 test_fetch test_images test_image_inputs test_tools
 "$PY" -m coverage report --skip-covered --sort=cover | tail -n 15
 echo "test.sh: live tests against a real vLLM"
 "$PY" -m pytest tests -v -p no:cacheprovider "$@"

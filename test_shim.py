@@ -272,6 +272,18 @@ class TestTechniques(unittest.TestCase):
                                               PROFILE.calibration, 1.0)
         self.assertAlmostEqual(same[0], readout.label_distribution((-0.1, -2.5))[0], places=12)
 
+    def test_orders_at_least_n_read_every_cyclic_order_once(self):
+        """layout: orders >= the option count reads each rotation once (each option once in
+        each position, the listing last so the reads differ only in their tail)."""
+        d, _ = parse(req({"t": {"type": "choice", "instructions": "Team?",
+                                "criteria": {"a": None, "b": None, "c": None}}}))
+        reads = layout(d, self.variant(orders=8, orders_as_reads=True), LABELS)
+        self.assertEqual([r.option_of_label for r in reads], [(0, 1, 2), (1, 2, 0), (2, 0, 1)])
+        for position in range(3):
+            self.assertEqual({r.option_of_label[position] for r in reads}, {0, 1, 2})
+        heads = {r.prompt.split("Options:")[0] for r in reads}
+        self.assertEqual(len(heads), 1)  # system, record and question are one shared prefix
+
     def test_temperature_per_type_and_noul_floor(self):
         """readout: the question type's temperature; the yes/no floor lifts the chosen side to
         at least the floor, on either side, and leaves answers already beyond it alone."""
@@ -324,7 +336,11 @@ class TestTechniques(unittest.TestCase):
                          ("calibration", {"temperature": {"noul": 0}}),
                          ("calibration", {"temperature": 2}), ("calibration", {"fitted": None}),
                          ("calibration", {"noul_floor": 0.5}),
-                         ("calibration", {"reread_below": True})):
+                         ("calibration", {"reread_below": True}),
+                         ("calibration", {"label_prior": {"score": {"2": [0.0, 0.0]}}}),
+                         ("calibration", {"label_prior": {"choice": {"2": [0.0, 1e9]}}}),
+                         ("calibration", {"label_prior": {"choice": {"3": [0.0, 1.0]}}}),
+                         ("calibration", {"label_prior": {"choice": [0.0, 1.0]}})):
             with self.assertRaises(InvalidRequest) as ctx:
                 service.resolve_options({key: bad})
             self.assertEqual(ctx.exception.problems[0].loc, ("kwargs", key), bad)
@@ -332,6 +348,26 @@ class TestTechniques(unittest.TestCase):
 
 
 class TestReadout(unittest.TestCase):
+    def test_label_prior_is_subtracted_per_listing_position(self):
+        """readout: label_prior[kind][n][j] nats come off the label at position j of each
+        listing of an n-option question before the temperature; other counts are left alone."""
+        from dataclasses import replace
+        d, _ = parse(req({"t": {"type": "choice", "criteria": {"a": None, "b": None, "c": None}}}))
+        q = d.questions[0]
+        [read] = layout(d, replace(PROFILE, layout=config.Layout(orders=2)), LABELS)
+        result = ReadResult((-1.0, -0.5, -2.0, -1.5, -0.7, -0.9), 9)
+        cal = replace(PROFILE.calibration, temperature={"noul": 1.0, "choice": 2.0, "score": 1.0},
+                      label_prior={"choice": {"3": [0.0, 0.5, 0.25], "2": [0.0, 9.0]}})
+        got = readout.question_probabilities(q, [(read, result)], cal, 0.0)
+        logs = (-1.0, -1.0, -2.25, -1.5, -1.2, -1.15)  # each listing: A, B - 0.5, C - 0.25
+        want = readout.option_probabilities(read, ReadResult(logs, 9), 3, 2.0)
+        for a, b in zip(got, want):
+            self.assertAlmostEqual(a, b, places=12)
+        plain = readout.question_probabilities(q, [(read, result)], replace(cal, label_prior={}),
+                                               0.0)
+        second = read.option_of_label[1]  # the option listed at position 1 (B) first
+        self.assertGreater(plain[second], got[second])
+
     def test_renormalises_over_labels_exactly(self):
         """readout: probabilities sum to 1 within 1e-9 and keep the label odds."""
         p = readout.label_distribution([-1.0, -2.0, -30.0, -float("inf")])

@@ -68,11 +68,16 @@ def post(url: str, body: dict) -> tuple:
 
 
 def reversed_body(body: dict) -> dict | None:
-    """Only the choice questions, each with its options in reversed order (a prompt depends only
-    on its own question, so the others need not be read again); None without a choice."""
+    """The request with each choice's options in reversed order; None without a choice. Every
+    other question stays in it: a prompt depends only on its own question, but in bf16 the
+    numbers vLLM computes depend a little on which reads share an engine step, so the reversed
+    request reads the same set of prompts but for the reversed listings, and a top answer that
+    changes changes with the order, not with its companions."""
+    if not any(q["type"] == "choice" for q in body["questions"].values()):
+        return None
     questions = {qid: {**q, "criteria": dict(reversed(list(q["criteria"].items())))}
-                 for qid, q in body["questions"].items() if q["type"] == "choice"}
-    return {**body, "questions": questions} if questions else None
+                 if q["type"] == "choice" else q for qid, q in body["questions"].items()}
+    return {**body, "questions": questions}
 
 
 def _progress(total: int, desc: str):

@@ -11,7 +11,11 @@ with one 64x48 PNG (a new colour each iteration, so vLLM's image cache cannot re
 direct path sends the same chat-route reads). Each iteration uses a new state (a unique ticket number up front), so
 vLLM's prefix cache cannot replay a whole earlier request; shim and direct calls use different
 numbers and alternate, so they see the same machine. Warm-up iterations are not timed.
-Prints one table and one JSON line per case: p50/p95 (ms) for both paths and their ratio.
+Three paths per iteration, each on its own new state: the shim; "direct", the shim's own vLLM
+calls made without it (engine.read_all on the same reads: the shim's cost is the difference); and
+"plain client", what a client without onepass sends: one plain read per question (state first,
+every technique off), all at once, each a whole prompt with the state.
+Prints one line and one JSON line per case: p50/p95 (ms) of each path and the ratios.
 """
 import argparse
 import base64
@@ -33,6 +37,7 @@ from onepass.layout import layout  # noqa: E402
 from onepass.probes import verified_labels  # noqa: E402
 from onepass.warmup import png  # noqa: E402
 
+RUN = f"{time.time_ns() % 10**8:08d}"  # states of an earlier run must not be in the prefix cache
 SENTENCE = ("The customer writes that the invoice for March was charged twice to the company card "
             "and that the finance team needs one of the two payments returned before Friday. ")
 CHOICE3 = {"type": "choice", "instructions": "Which team should handle this?",
@@ -93,39 +98,49 @@ def main() -> None:
         **({} if args.layout == "plain" else json.loads(args.layout)))
     extra = {"kwargs": {"layout": asdict(plain)}} if plain else {}
     policy = image_inputs.Policy(profile.model_name, vision, None)
-    parse = lambda b: systemone.parse(b, max_choice_options=255, max_questions=400,
-                                      resolve_model=lambda m: m,
-                                      resolve_mode=lambda mode: mode or "causal",
-                                      resolve_options=lambda o: (plain, None),
-                                      image_policy=policy)[0]
+    parse, parse_plain = (lambda b, lay=lay: systemone.parse(
+        b, max_choice_options=255, max_questions=400, resolve_model=lambda m: m,
+        resolve_mode=lambda mode: mode or "causal", resolve_options=lambda o: (lay, None),
+        image_policy=policy)[0] for lay in (plain, config.Layout()))
     for name, (sentences, questions, images) in {**CASES, **(IMAGE_CASE if vision else {})}.items():
-        shim_ms, direct_ms, tokens = [], [], 0
+        shim_ms, direct_ms, client_ms, tokens = [], [], [], 0
         for i in range(args.warmup + args.n):
-            body = {"model": "jev-latest", "state": state(f"S-{i}", sentences, images, i, 0),
+            body = {"model": "jev-latest", "state": state(f"S-{RUN}-{i}", sentences, images, i, 0),
                     "questions": questions, **extra}
             t = time.perf_counter()
             tokens = post(args.shim + "/v1/systemone", body)["usage"]["input_tokens"]
             shim_s = time.perf_counter() - t
-            direct = dict(body, state=state(f"D-{i}", sentences, images, i, 1))
+            direct = dict(body, state=state(f"D-{RUN}-{i}", sentences, images, i, 1))
             reads = layout(parse(direct), profile, labels)
             t = time.perf_counter()
-            for read in reads:  # one call per read, in turn (the chat route with images)
-                engine.read(read)
+            engine.read_all(reads)  # the shim's own calls to vLLM, without the shim
             direct_s = time.perf_counter() - t
+            client = dict(body, state=state(f"C-{RUN}-{i}", sentences, images, i, 2))
+            reads = layout(parse_plain(client), profile, labels)
+            t = time.perf_counter()
+            engine.map(engine.read, reads)  # a client without onepass: a call per question
+            client_s = time.perf_counter() - t
             if i >= args.warmup:
                 shim_ms.append(shim_s * 1000)
                 direct_ms.append(direct_s * 1000)
+                client_ms.append(client_s * 1000)
         row = {"case": name, "layout": args.layout, "n": args.n, "concurrency": 1, "questions": len(questions),
                "input_tokens_per_request": tokens, "model": profile.served_model_name,
                "machine": f"{platform.machine()} {os.cpu_count()} cores, no GPU",
                "shim_p50_ms": round(statistics.median(shim_ms), 1),
                "shim_p95_ms": round(pct(shim_ms, 0.95), 1),
                "direct_p50_ms": round(statistics.median(direct_ms), 1),
-               "direct_p95_ms": round(pct(direct_ms, 0.95), 1)}
+               "direct_p95_ms": round(pct(direct_ms, 0.95), 1),
+               "plain_client_p50_ms": round(statistics.median(client_ms), 1),
+               "plain_client_p95_ms": round(pct(client_ms, 0.95), 1)}
         row["p50_ratio_shim_over_direct"] = round(row["shim_p50_ms"] / row["direct_p50_ms"], 3)
+        row["p50_ratio_shim_over_plain_client"] = round(
+            row["shim_p50_ms"] / row["plain_client_p50_ms"], 3)
         print(f"{name}: shim p50 {row['shim_p50_ms']} ms p95 {row['shim_p95_ms']} ms | direct "
               f"p50 {row['direct_p50_ms']} ms p95 {row['direct_p95_ms']} ms | ratio "
-              f"{row['p50_ratio_shim_over_direct']}")
+              f"{row['p50_ratio_shim_over_direct']} | plain client p50 "
+              f"{row['plain_client_p50_ms']} ms p95 {row['plain_client_p95_ms']} ms | ratio "
+              f"{row['p50_ratio_shim_over_plain_client']}")
         print(json.dumps(row))
     engine.close()
 

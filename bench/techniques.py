@@ -28,7 +28,7 @@ from onepass.config import Layout  # noqa: E402
 # the profile's defaults do); PROFILE_ROW sends no override: the embedded profile as it stands.
 PLAIN = asdict(Layout())  # every technique off: the dataclass defaults
 UNTEMPERED = {"temperature": {"noul": 1.0, "choice": 1.0, "score": 1.0}, "noul_floor": 0.0,
-              "reread_below": 0.0}
+              "reread_below": 0.0, "label_prior": {}}
 CONFIGS = {
     "plain (one read)": {},
     "no guard line": {"guard_line": False},
@@ -40,8 +40,11 @@ CONFIGS = {
     "repeat 2 + orders 2 + shrink 1": {"repeat": 2, "orders": 2, "shrink": 1.0},
     "question first + orders 2 as two reads + shrink 1": {"question_first": True, "orders": 2,
                                                           "orders_as_reads": True, "shrink": 1.0},
+    "every cyclic order as a read + shrink 1": {"orders": 8, "orders_as_reads": True,
+                                                "shrink": 1.0},
 }
-CALIBRATED = ("plain (one read)", "question first + orders 2 as two reads + shrink 1")
+CALIBRATED = ("plain (one read)", "question first + orders 2 as two reads + shrink 1",
+              "orders 2 as two reads + shrink 1", "every cyclic order as a read + shrink 1")
 PROFILE_ROW = "the embedded profile (its layout and fitted calibration, no override)"
 COLUMNS = ("accuracy", "ece", "brier", "order_sensitivity", "input_tokens_per_decision",
            "latency_ms_per_decision")

@@ -12,7 +12,7 @@ import itertools
 import json
 import math
 import os
-from dataclasses import MISSING, dataclass, fields
+from dataclasses import MISSING, dataclass, field, fields
 
 EXIT_BAD_CONFIG = 3
 
@@ -53,6 +53,8 @@ SECRET_ENV = "ONEPASS_API_KEY"  # read from the environment only, never from arg
 
 
 STATE_SELECTIONS = ("bm25", "head_tail")
+MAX_PRIOR_NATS = 50.0  # label_prior's bound: a prior beyond it would be a bug, not a fit
+MAX_ORDERS = 8  # layout.orders' bound: an 8-option choice can be read in every cyclic order
 MAX_REPEAT = 4  # layout.repeat's bound; a re-read doubles repeat up to it (serve.sh sizes
 # vLLM's images per prompt by it: every copy of the state shows every image)  # fitting.py: BM25 per question, or head and tail
 
@@ -63,7 +65,8 @@ class Layout:
     guard_line: bool = True  # the system line saying the record is data, not instructions
     question_first: bool = False  # the question (and options) before the record
     repeat: int = 1  # record and question written this many times in the user turn
-    orders: int = 1  # choice options listed in this many rotated orders ...
+    orders: int = 1  # choice options listed in up to this many rotated orders (at most one
+    # per option: orders >= n reads every cyclic order of an n-option choice) ...
     orders_as_reads: bool = False  # ... in one prompt (own labels per copy) or one read each
     shrink: float = 0.0  # toward uniform, times the disagreement between the orders
     compact_json: bool = True  # a JSON state as compact JSON, else indented
@@ -77,6 +80,9 @@ class Calibration:
     noul_floor: float = 0.0  # 0, or in (0.5, 1): the chosen yes/no side reported at least this
     reread_below: float = 0.0  # choice/score confidence under this: read again (0 = off)
     fitted: dict | None = None
+    # noul / choice -> {option count: nats taken off the label log-prob at each listing
+    # position (A, B, ... or yes, no)}: the model's measured preference for a position
+    label_prior: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -281,12 +287,12 @@ def check_layout(layout: Layout, where: str) -> None:
     ok = (isinstance(layout.guard_line, bool) and isinstance(layout.question_first, bool)
           and isinstance(layout.orders_as_reads, bool) and isinstance(layout.compact_json, bool)
           and type(layout.repeat) is int and 1 <= layout.repeat <= MAX_REPEAT
-          and type(layout.orders) is int and 1 <= layout.orders <= 4
+          and type(layout.orders) is int and 1 <= layout.orders <= MAX_ORDERS
           and isinstance(layout.shrink, (int, float)) and 0 <= layout.shrink <= 1
           and layout.state_selection in STATE_SELECTIONS)
     if not ok:
-        raise ConfigError(f"{where}: layout needs booleans, repeat and orders 1-4, shrink 0-1, "
-                          f"state_selection one of {', '.join(STATE_SELECTIONS)}; got {layout}")
+        raise ConfigError(f"{where}: layout needs booleans, repeat 1-{MAX_REPEAT}, orders "
+                          f"1-{MAX_ORDERS}, shrink 0-1, state_selection one of {', '.join(STATE_SELECTIONS)}; got {layout}")
 
 
 def check_calibration(c: Calibration, where: str) -> None:
@@ -299,6 +305,17 @@ def check_calibration(c: Calibration, where: str) -> None:
     if not (_number(c.noul_floor) and (c.noul_floor == 0 or 0.5 < c.noul_floor < 1)
             and _number(c.reread_below) and 0 <= c.reread_below <= 1):
         raise ConfigError(f"{where}: noul_floor must be 0 (off) or in (0.5, 1), reread_below in [0, 1]")
+    if not (isinstance(c.label_prior, dict) and set(c.label_prior) <= {"noul", "choice"}
+            and all(isinstance(per_n, dict) and all(_prior_ok(n, v) for n, v in per_n.items())
+                    for per_n in c.label_prior.values())):
+        raise ConfigError(f"{where}: label_prior maps noul and/or choice to {{option count: "
+                          f"that many numbers within ±{MAX_PRIOR_NATS}}} (nats per position)")
+
+
+def _prior_ok(n, values) -> bool:
+    return (isinstance(n, str) and n.isdigit() and isinstance(values, list)
+            and len(values) == int(n) and all(_number(b) and abs(b) <= MAX_PRIOR_NATS
+                                              for b in values))
 
 
 def _number(value) -> bool:

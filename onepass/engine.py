@@ -16,6 +16,7 @@ import queue
 import threading
 import time
 import urllib.parse
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
 from .decision import TWO_WAY, Read, ReadResult
@@ -153,13 +154,26 @@ class Engine:
                                              if c["type"] != "text" or c["text"]]}]
 
     def read_all(self, reads: list[Read]) -> list[ReadResult]:
-        """The first read alone fills vLLM's prefix cache with the shared state; the others
-        then run concurrently and reuse it instead of each prefilling the state again.
-        Two-way reads never touch the prefix cache, so they all run concurrently."""
+        """Every read at once, after the heads they share are prefilled once. Reads over one
+        state share its head (system turn and record): one call prefills it into vLLM's prefix
+        cache, then all reads run in the same engine steps, each computing only its own tail,
+        and every read of a head computes the same way, whatever the other questions. Two-way
+        reads never touch the prefix cache; question-first reads share no head; reads with
+        images share one by the first read alone."""
         if reads[0].attention_mode == TWO_WAY:
             return self.map(self.read, reads)
-        first = self.read(reads[0])
-        return [first] + self.map(self.read, reads[1:])
+        if reads[0].images:
+            first = self.read(reads[0])
+            return [first] + self.map(self.read, reads[1:])
+        heads = Counter(r.prompt[:r.head_chars] for r in reads if r.head_chars)
+        self.map(self.prefill, [head for head, n in heads.items() if n > 1])
+        return self.map(self.read, reads)
+
+    def prefill(self, text: str) -> None:
+        """Fill vLLM's prefix cache with a prompt's head (its full blocks are published)."""
+        self._checked("POST", "/v1/completions", {
+            "model": self.model, "prompt": text, "max_tokens": 1, "temperature": 0.0,
+            "add_special_tokens": False})
 
     def map(self, fn, items) -> list:
         """fn over items on the engine's threads (one keep-alive connection each)."""

@@ -68,7 +68,10 @@ def question_reads(decision: Decision, profile: Profile, labels: LabelSet, i: in
             lines = [neutral(line, vision.reserved) for line in lines]
         user = _user(shown + state, lines, opts)
         chat = (system, user) if decision.images else ()
-        reads.append(Read(prompt=wrap_chat(profile, system, user),
+        prompt = wrap_chat(profile, system, user)
+        head = 0 if opts.question_first else (_user_start(profile, system)
+                                              + len(_record(shown + state)))
+        reads.append(Read(prompt=prompt, head_chars=head,
                           label_token_ids=tuple(tid for _, tid in pairs),
                           option_of_label=option_of_label, order_of_label=order_of_label,
                           question=i, attention_mode=decision.attention_mode,
@@ -76,6 +79,12 @@ def question_reads(decision: Decision, profile: Profile, labels: LabelSet, i: in
                           images=tuple(img.data_url for img in decision.images) * opts.repeat
                           if chat else ()))
     return reads
+
+
+def _user_start(profile: Profile, system: str) -> int:
+    """Where the user turn's content starts in the wrapped prompt."""
+    t = profile.chat_template
+    return len(t["system"].replace("{content}", system)) + t["user"].index("{content}")
 
 
 def neutral(text: str, reserved) -> str:
@@ -92,11 +101,15 @@ def _user(record: str, lines: list[str], opts: Layout) -> str:
     times, so each copy shows every image; the reply line comes once, last, so the answer slot
     always follows it."""
     *question, reply = lines
-    record = f"Record:\n{record}"
+    record = _record(record)
     block = "\n".join(question)
     one = f"{block}\n\n{record}" if opts.question_first else f"{record}\n\n{block}"
     copies = [one] + [f"{AGAIN}\n{one}"] * (opts.repeat - 1)
     return "\n\n".join(copies) + "\n" + reply
+
+
+def _record(text: str) -> str:
+    return f"Record:\n{text}"
 
 
 def _listings(q: Question, labels: LabelSet, opts: Layout):
@@ -112,10 +125,11 @@ def _listings(q: Question, labels: LabelSet, opts: Layout):
     if n > len(labels.choice):  # the adapter checks this too; keep layout safe
         raise InvalidRequest([Problem(("questions",), "this server accepts at most "
                                       f"{len(labels.choice)} options per choice", "too_long")])
-    rotations = [_rotation(n, j, opts.orders) for j in range(opts.orders)]
+    k = min(opts.orders, n)  # n orders: each option once in each position
+    rotations = [_rotation(n, j, k) for j in range(k)]
     if opts.orders_as_reads:
         return [_choice_read(q, [(labels.choice[:n], order)], j) for j, order in enumerate(rotations)]
-    copies = min(opts.orders, len(labels.choice) // n)  # each copy needs labels of its own
+    copies = min(k, len(labels.choice) // n)  # each copy needs labels of its own
     lists = [(labels.choice[j * n:(j + 1) * n], rotations[j]) for j in range(copies)]
     return [_choice_read(q, lists, None)]
 

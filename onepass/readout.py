@@ -1,6 +1,7 @@
 """Readout: label log-probs become option probabilities, then the contract's summaries.
 
-Owns: renormalising over the labels (with the profile's temperature for the question type),
+Owns: renormalising over the labels (less the fitted prior of each label position, with the
+profile's temperature for the question type),
 summing an option's labels over every listing, averaging several reads of a question, the
 agreement shrink, the yes/no floor, the re-read blend, and choice / score / confidence from the
 probabilities actually returned.
@@ -29,9 +30,22 @@ def label_distribution(logprobs, temperature: float = 1.0) -> list[float]:
     return [w / total for w in weights]
 
 
+def debiased(read: Read, result: ReadResult, prior) -> list[float]:
+    """Label log-probs less the fitted prior of each label's position in its listing: the
+    model's preference for that position whatever the options (raw nats)."""
+    if not prior:
+        return list(result.label_logprobs)
+    orders = read.order_of_label or (0,) * len(result.label_logprobs)
+    seen, out = {}, []
+    for lp, order in zip(result.label_logprobs, orders):
+        position = seen[order] = seen.get(order, -1) + 1
+        out.append(lp - prior[position])
+    return out
+
+
 def option_probabilities(read: Read, result: ReadResult, num_options: int,
-                         temperature: float) -> list[float]:
-    per_label = label_distribution(result.label_logprobs, temperature)
+                         temperature: float, prior: list = ()) -> list[float]:
+    per_label = label_distribution(debiased(read, result, prior), temperature)
     sums = [[] for _ in range(num_options)]
     for option, p in zip(read.option_of_label, per_label):
         sums[option].append(p)
@@ -58,9 +72,9 @@ def score_confidence(probs) -> float:
 
 
 def order_distributions(read: Read, result: ReadResult, n: int,
-                        temperature: float) -> list[list[float]]:
+                        temperature: float, prior: list = ()) -> list[list[float]]:
     """One distribution over the options per listing order in the read (its own labels)."""
-    per_label = label_distribution(result.label_logprobs, temperature)
+    per_label = label_distribution(debiased(read, result, prior), temperature)
     orders = read.order_of_label or (0,) * len(per_label)
     out = []
     for j in sorted(set(orders)):
@@ -91,9 +105,10 @@ def question_probabilities(question: Question, pairs, calibration: Calibration,
     images), the listings' label mass summed (one read) or the reads averaged, agreement
     shrink, noul floor."""
     n, temp = len(question.options), temperature(calibration, question.kind, images)
-    per_read = [option_probabilities(r, res, n, temp) for r, res in pairs]
+    prior = calibration.label_prior.get(question.kind, {}).get(str(n), ())
+    per_read = [option_probabilities(r, res, n, temp, prior) for r, res in pairs]
     probs = [math.fsum(col) / len(per_read) for col in zip(*per_read)]
-    per_order = [d for r, res in pairs for d in order_distributions(r, res, n, temp)]
+    per_order = [d for r, res in pairs for d in order_distributions(r, res, n, temp, prior)]
     if shrink and len(per_order) > 1:
         # Mixing with uniform keeps the ranking: the top answer never changes.
         weight = shrink * disagreement(per_order, probs)

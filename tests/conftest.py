@@ -23,7 +23,10 @@ SMOLLM2 = CACHE / "models" / "smollm2-135m-instruct"
 # serve.sh's CPU flags: a small one-step budget (the two-way limit is then reachable) and
 # cached-token counts in `usage` (to observe the prefix cache).
 VLLM_TEST_ARGS = ("--max-num-batched-tokens", "1024", "--enable-prompt-tokens-details")
-CPU_ARGS = ("--dtype", "float32", "--enforce-eager", "--max-model-len", "4096")
+# fp32 on every CPU (serve.sh would pick bf16 where it is native): the live tests compare with
+# stock vLLM and HF fp32 bit for bit or within 1e-4; test_engine_live.py covers bf16.
+CPU_ARGS = ("--dtype", "float32", "--enforce-eager", "--block-size", "32", "--max-model-len",
+            "4096")
 
 
 def clean_env() -> dict:
@@ -89,7 +92,7 @@ def launch_serve(log_dir, until: str, env_extra=None) -> tuple[subprocess.Popen,
     """serve.sh on free ports, its output read until a line starting with `until` (or EOF)."""
     env = clean_env()
     env.update(ONEPASS_PORT=str(free_port()), ONEPASS_VLLM_PORT=str(free_port()),
-               ONEPASS_LOG_DIR=str(log_dir), ONEPASS_DEVICE="cpu",
+               ONEPASS_LOG_DIR=str(log_dir), ONEPASS_DEVICE="cpu", ONEPASS_DTYPE="float32",
                ONEPASS_VLLM_ARGS=" ".join(VLLM_TEST_ARGS), **(env_extra or {}))
     proc = subprocess.Popen(["bash", str(ROOT / "serve.sh")], env=env, cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

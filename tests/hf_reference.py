@@ -74,6 +74,12 @@ def next_token_logprobs(
     return [float(logprobs[i]) for i in label_ids]
 
 
+def max_abs_logit(model_dir: str, token_ids: list[int], dtype: str = "float32") -> float:
+    """The largest |logit| at the last position of a causal read (sets the bf16 step size)."""
+    model = load_model(os.path.expanduser(str(model_dir)), dtype)
+    return float(last_logits(model, list(token_ids), False).float().abs().max())
+
+
 def _demo_prompt(model_dir: str) -> tuple[list[int], list[int]]:
     """A chat-formatted yes/no question and the ids of "Yes" and "No"."""
     from transformers import AutoTokenizer

@@ -152,13 +152,18 @@ def test_same_decision_through_both_apis(stack):
 
 
 def test_cached_tokens_are_vllms_count(stack):
-    """usage.input_tokens_details.cached_tokens: with the state first (kwargs.layout) the second
-    question reuses the first one's prefix (system turn and state) from vLLM's cache."""
+    """usage.input_tokens_details.cached_tokens: with the state first, the shim prefills the
+    shared head (system turn and state) once, so every read, the first one too, is served
+    all but the head's last partial block from vLLM's cache."""
     state = " ".join(f"Line {i}: the customer wrote again about order {4400 + i}." for i in range(40))
     base = {"model": "jev-latest", "input": state}
     two = {**base, "questions": [PREDICATE, CHOICE],
-           "kwargs": {"layout": {"question_first": False}}}
+           "kwargs": {"layout": {"question_first": False, "orders": 2, "orders_as_reads": True}}}
     status, _, doc = stack.request("POST", "/v1/decisions", two)
     assert status == 200, doc
     cached = doc["usage"]["input_tokens_details"]["cached_tokens"]
     assert 0 < cached < doc["usage"]["input_tokens"]
+    head = request(stack.vllm_url, "POST", "/tokenize", {
+        "model": "smollm2-135m-instruct", "prompt": state, "add_special_tokens": False})[2]
+    reads = 3  # the predicate once, the choice in two orders
+    assert cached >= reads * (len(head["tokens"]) - 32), (cached, len(head["tokens"]))

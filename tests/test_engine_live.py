@@ -2,6 +2,7 @@
 vLLM started here with the same flags (VLLM_PLUGINS=""), with HF transformers as the reference
 for two-way reads. Nothing here stands in for the engine."""
 import concurrent.futures as cf
+import math
 
 import pytest
 
@@ -111,24 +112,40 @@ def test_two_way_waits_for_a_whole_step_beside_a_chunked_prefill(stack):
 
 @pytest.fixture(scope="module")
 def bf16(tmp_path_factory):
-    """The plugin on SmolLM2 in bf16 (emulated on this AVX2 CPU: slow, but the GPU's dtype)."""
+    """The plugin on SmolLM2 in bf16 (native on AVX512_BF16/AMX CPUs, emulated on AVX2 ones)."""
     from conftest import VLLM_TEST_ARGS, start_vllm
-    args = ("--dtype", "bfloat16", "--enforce-eager", "--max-model-len", "4096", *VLLM_TEST_ARGS)
+    args = ("--dtype", "bfloat16", "--enforce-eager", "--block-size", "32", "--max-model-len",
+            "4096", *VLLM_TEST_ARGS)
     server = start_vllm(SMOLLM2, "smollm2-135m-instruct", args, "onepass_two_way",
                         tmp_path_factory.mktemp("bf16") / "vllm.log")
     yield server
     server.stop()
 
 
+def bf16_step(value: float) -> float:
+    """The spacing of bf16 numbers (8 significant bits) at `value`'s magnitude."""
+    return 2.0 ** (math.floor(math.log2(abs(value))) - 7)
+
+
 def test_two_way_equals_hf_in_bf16(bf16):
-    """engine: in bf16 the flagged Yes/No log-probs (the labels these prompts ask for) stay
-    within 0.15 nats of HF's bf16 full-mask run. Unlikely ids (log-prob near -14) are left out:
-    bf16 logits there are 0.125 apart, and stock one-way bf16 misses HF by 2 such steps too."""
+    """engine: in bf16 the flagged Yes/No log-probs differ from HF's bf16 full-mask run by no
+    more than stock one-way reads differ from HF's bf16 causal run on this machine (measured
+    here, in this run: the CPU's bf16 kernels set the noise), plus one bf16 step of the
+    largest logit; and the two-way reading stays farther than that from the causal one."""
     yes_no = LABELS[:2]
+    rows = []
     for prompt in PROMPTS:
         ids = tokenize(bf16.url, prompt)
         two_way = label_logprobs(ok(complete(bf16.url, ids, TWO_WAY, labels=yes_no)), yes_no)
         causal = label_logprobs(ok(complete(bf16.url, ids, labels=yes_no)), yes_no)
-        ref = hf_reference.next_token_logprobs(str(SMOLLM2), ids, yes_no, dtype="bfloat16")
-        assert max(abs(a - b) for a, b in zip(two_way, ref)) <= 0.15, (two_way, ref)
-        assert max(abs(a - b) for a, b in zip(two_way, causal)) > 0.05
+        ref_two = hf_reference.next_token_logprobs(str(SMOLLM2), ids, yes_no, dtype="bfloat16")
+        ref_one = hf_reference.next_token_logprobs(str(SMOLLM2), ids, yes_no, dtype="bfloat16",
+                                                   two_way=False)
+        top = hf_reference.max_abs_logit(str(SMOLLM2), ids, "bfloat16")
+        rows.append((two_way, causal, ref_two, ref_one, top))
+    gap = lambda xs, ys: max(abs(a - b) for a, b in zip(xs, ys))
+    noise = max(gap(causal, ref_one) for _, causal, _, ref_one, _ in rows)
+    bound = noise + max(bf16_step(top) for *_, top in rows)
+    for two_way, causal, ref_two, ref_one, _ in rows:
+        assert gap(two_way, ref_two) <= bound, (two_way, ref_two, noise, bound)
+        assert gap(two_way, ref_one) > bound, (two_way, ref_one, bound)  # not a causal read

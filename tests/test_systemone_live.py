@@ -23,7 +23,7 @@ SCORE = {"type": "score", "instructions": "How angry is the customer?",
 # The embedded profile's fitted temperatures flatten SmolLM2's answers toward uniform, which would
 # make the 0.02 invariance tolerances below easy to meet; those tests read untempered instead.
 UNTEMPERED = {"temperature": {"noul": 1.0, "choice": 1.0, "score": 1.0}, "noul_floor": 0.0,
-              "reread_below": 0.0}
+              "reread_below": 0.0, "label_prior": {}}
 
 
 PLAIN = asdict(Layout())  # every technique off: the dataclass defaults
