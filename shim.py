@@ -11,10 +11,13 @@ import sys
 import threading
 from pathlib import Path
 
-from onepass import config
-from onepass.server import Server, Service
-
 ROOT = Path(__file__).resolve().parent
+# `python3 -I -S shim.py` (isolated: no PYTHONPATH, no user site, no script directory on the
+# path) is the safe way to start a stdlib program; the package sits beside this file.
+sys.path.insert(0, str(ROOT))
+
+from onepass import config  # noqa: E402
+from onepass.server import Server, Service  # noqa: E402
 
 
 def main(argv=None) -> int:
