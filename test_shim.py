@@ -482,7 +482,8 @@ class _FailingEngine(BaseHTTPRequestHandler):
 
 def start_shim(vllm_url, timeout_s=5.0, **env):
     """A real shim on a free port, marked ready without the guard: for failure injection only."""
-    from onepass.server import READY, Server, Service
+    from onepass.connections import Server
+    from onepass.server import READY, Service
     settings = config.load(["--port", "0", "--vllm", vllm_url, "--engine-timeout-s",
                             str(timeout_s)], environ=env)
     service = Service(settings, ROOT)
