@@ -287,9 +287,10 @@ def check_calibration(c: Calibration, where: str) -> None:
     temps = c.temperature
     if (not isinstance(temps, dict) or not {"noul", "choice", "score"} <= set(temps)
             or not set(temps) <= {"noul", "choice", "score", "image"}
-            or not all(_number(t) and 0 < t < math.inf for t in temps.values())):
-        raise ConfigError(f"{where}: calibration.temperature needs noul, choice and score > 0 "
-                          f"(and may have image > 0: every answer about an image)")
+            or not all(_number(t) and 1e-3 <= t <= 1e3 for t in temps.values())):
+        # bounded: log-probs divided by it stay finite floats whatever number a request sends
+        raise ConfigError(f"{where}: calibration.temperature needs noul, choice and score in "
+                          f"[0.001, 1000] (and may have image: every answer about an image)")
     if not (_number(c.noul_floor) and (c.noul_floor == 0 or 0.5 < c.noul_floor < 1)
             and _number(c.reread_below) and 0 <= c.reread_below <= 1):
         raise ConfigError(f"{where}: noul_floor must be 0 (off) or in (0.5, 1), reread_below in [0, 1]")
