@@ -5,7 +5,7 @@ here counts words (the live tests use vLLM's tokenizer). Run: python3 -m unittes
 import unittest
 from dataclasses import replace
 
-from onepass import fitting
+from onepass import fitting, state_parts
 from onepass.config import Layout
 from onepass.decision import CHOICE, NOUL, Decision, Option, Question
 from test_shim import LABELS, PROFILE
@@ -103,7 +103,7 @@ class TestFit(unittest.TestCase):
                  "events": [{"note": t} for t in filler(120)]
                  + [{"note": "Invoice 88 was refunded in full."}],
                  "tail": "end"}
-        parts = fitting.split(state)
+        parts = state_parts.split(state)
         self.assertEqual(parts[0].text, "customer.name: Ada")
         self.assertEqual(parts[-2].text, "events[120].note: Invoice 88 was refunded in full.")
         reads, [sel] = fitting.fit(decision(state), PROFILE, LABELS, words, 400)
@@ -123,9 +123,9 @@ class TestFit(unittest.TestCase):
             self.assertIn("team2", read.prompt)
 
     def test_long_paragraph_is_cut_into_pieces(self):
-        parts = fitting.split("word " * 2000)
+        parts = state_parts.split("word " * 2000)
         self.assertGreater(len(parts), 5)
-        self.assertTrue(all(len(p.text) <= fitting.MAX_PART_CHARS for p in parts))
+        self.assertTrue(all(len(p.text) <= state_parts.MAX_PART_CHARS for p in parts))
 
     def test_repetition_pays_for_every_copy(self):
         state = "\n\n".join(filler(200))

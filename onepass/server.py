@@ -78,7 +78,7 @@ class Service:
         read uncertain choice and score questions a second time with the request written
         twice, blended 2:1 (first:second)."""
         calibration, opts = self.calibration(decision), decision.layout or self.profile.layout
-        reads, selections, results = self.read(decision)
+        reads, selections, results = self.read(decision, self.settings.max_reads)
         probs = readout.probabilities(decision, reads, results, calibration, opts.shrink)
         unsure = [i for i, (q, p) in enumerate(zip(decision.questions, probs))
                   if q.kind != NOUL and max(p) < calibration.reread_below]
@@ -87,8 +87,8 @@ class Service:
             again = replace(decision, questions=tuple(decision.questions[i] for i in unsure),
                             layout=replace(opts, repeat=min(MAX_REPEAT, 2 * opts.repeat)))
             try:
-                more_reads, _, more = self.read(again)
-            except InvalidRequest:  # the doubled question cannot fit: the first answer stands
+                more_reads, _, more = self.read(again, self.settings.max_reads - len(reads))
+            except InvalidRequest:  # it cannot fit, or more reads than allowed: the first stands
                 return readout.outcome(decision, probs, results, 0, calibration.reread_below,
                                        reads, selections)
             second = readout.probabilities(again, more_reads, more, calibration, opts.shrink)
@@ -98,10 +98,15 @@ class Service:
         return readout.outcome(decision, probs, results, rereads, calibration.reread_below,
                                reads, selections)
 
-    def read(self, decision: Decision):
+    def read(self, decision: Decision, max_reads: int):
         """(reads, selections, results): every question fitted into the context, then read. A
         two-way read refused for the plugin's one-step budget teaches the shim that budget; the
-        question is then fitted to it and read again."""
+        question is then fitted to it and read again. More than max_reads reads is a 422."""
+        needed = fitting.num_reads(decision, self.profile)
+        if needed > max_reads:
+            raise InvalidRequest([Problem(("questions",), f"this request needs {needed} reads of "
+                                          f"the model; this server makes at most "
+                                          f"{self.settings.max_reads} per request", "too_long")])
         for _ in range(2):
             budget = self.max_len - 1  # the one token to read follows the prompt
             if decision.attention_mode == TWO_WAY and self.two_way_budget:
