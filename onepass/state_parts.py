@@ -12,11 +12,14 @@ import re
 from dataclasses import dataclass
 
 from .decision import as_text
+from .errors import PayloadTooLarge
 from .layout import render_state
 
 GAP = "..."  # stands where parts were left out
 MAX_PART_CHARS = 1200  # longer paragraphs are cut into pieces, so one cannot fill the budget
 HEADING = re.compile(r"^#{1,6}\s")
+BLANK_LINES = re.compile(r"\n\s*\n")
+MAX_PARTS = 20_000  # every question to cut ranks them all: a bound on a request's work
 
 
 @dataclass(frozen=True)
@@ -37,9 +40,26 @@ def split(state) -> list[Part]:
     return parts
 
 
+def _grown(parts: list) -> None:
+    if len(parts) > MAX_PARTS:
+        raise PayloadTooLarge(f"the state splits into more than {MAX_PARTS} parts (paragraphs or "
+                              "JSON values); this server cuts states of at most that many to "
+                              "fit its maximum context length")
+
+
+def _blocks(text: str):
+    """The blank-line separated blocks, one at a time (a state may hold millions)."""
+    start = 0
+    for gap in BLANK_LINES.finditer(text):
+        yield text[start:gap.start()]
+        start = gap.end()
+    yield text[start:]
+
+
 def _split_text(text: str) -> list[Part]:
     parts, stack = [], []  # stack: (level, part index) of the headings in force
-    for block in re.split(r"\n\s*\n", text):
+    for block in _blocks(text):
+        _grown(parts)
         if not block.strip():
             continue
         for line_block in _heading_blocks(block):
@@ -51,6 +71,7 @@ def _split_text(text: str) -> list[Part]:
                 continue
             heads = tuple(ix for _, ix in stack)
             parts += [Part(piece, heads) for piece in _pieces(line_block)]
+            _grown(parts)
     return parts
 
 
@@ -94,6 +115,7 @@ def _leaves(value, path, parts) -> None:
             parts += [Part(f"{shown}: {piece}", (), path, piece) for piece in _pieces(value)]
         else:
             parts.append(Part(f"{shown}: {as_text(value)}", (), path, value))
+        _grown(parts)
 
 
 def _path_text(path) -> str:
