@@ -74,7 +74,9 @@ class ShimProcess:
         else:
             raise RuntimeError("the shim did not start:\n" + "".join(self.log))
         self.addr = ("127.0.0.1", int(re.search(r"http://[\d.]+:(\d+)", line).group(1)))
-        threading.Thread(target=lambda: self.log.extend(self.proc.stderr), daemon=True).start()
+        self.reader = threading.Thread(target=lambda: self.log.extend(self.proc.stderr),
+                                       daemon=True)
+        self.reader.start()
 
     def wait_ready(self, timeout: float = 30.0) -> None:
         deadline = time.monotonic() + timeout
@@ -93,4 +95,7 @@ class ShimProcess:
     def stop(self) -> int:
         if self.proc.poll() is None:
             self.proc.terminate()
-        return self.proc.wait(timeout=60)
+        code = self.proc.wait(timeout=60)
+        self.reader.join(timeout=5)  # the log to its end
+        self.proc.stderr.close()
+        return code

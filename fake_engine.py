@@ -108,6 +108,10 @@ class FakeEngine:
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
+    def set_delay(self, delay_s: float) -> None:
+        """From now on each POST waits this long (an engine turning slow under way)."""
+        self.server.RequestHandlerClass.delay_s = delay_s
+
     def stop(self) -> None:
         self.server.shutdown()
         self.server.server_close()

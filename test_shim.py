@@ -445,6 +445,7 @@ class TestConfig(unittest.TestCase):
         s = config.load(["--port", "9001"], environ={"ONEPASS_PORT": "9000",
                                                      "ONEPASS_API_KEY": "k"})
         self.assertEqual((s.port, s.api_key), (9001, "k"))
+        self.assertNotIn("'k'", repr(s))  # the key is never in a repr, so never in a log line
         with self.assertRaises(config.ConfigError):
             config.load([], environ={"ONEPASS_PORT": "nine"})
 
@@ -463,6 +464,13 @@ class TestStdlibOnly(unittest.TestCase):
         out = subprocess.run([sys.executable, "-I", "-S", "-c", code], cwd=ROOT,
                              capture_output=True, text=True)
         self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
+
+    def test_shim_runs_isolated(self):
+        """shim: `python3 -I -S shim.py --help` runs (isolated mode, from any directory)."""
+        out = subprocess.run([sys.executable, "-I", "-S", str(ROOT / "shim.py"), "--help"],
+                             cwd="/", capture_output=True, text=True)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertIn("--max-connections", out.stdout)
 
 
 # -- failure injection: a real shim in front of fake engines that fail ----------------------

@@ -37,7 +37,7 @@ SETTINGS = {
     "max_reads": (int, 800, "ONEPASS_MAX_READS", "vLLM reads one request may need (more: 422)"),
     "max_connections": (int, 256, "ONEPASS_MAX_CONNECTIONS",
                         "open client connections; past it the longest-idle (else the slowest "
-                        "sending) one is closed, or the newcomer gets 503"),
+                        "sending) one is closed, or the newcomer gets 529"),
     "engine_timeout_s": (float, 60.0, "ONEPASS_ENGINE_TIMEOUT_S", "longest wait for one vLLM call"),
     "engine_connections": (int, 32, "ONEPASS_ENGINE_CONNECTIONS",
                            "keep-alive connections to vLLM (and parallel reads)"),

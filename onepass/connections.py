@@ -3,7 +3,7 @@ head before its body is read, within one deadline, and the drain on SIGTERM.
 
 Owns: the per-connection request loop, response bytes, the open-connection table (past the cap
 the longest-idle connection is closed, else the one sending its request longest, else the
-newcomer gets 503), closing without resetting an unread response, access log lines (method,
+newcomer gets 529), closing without resetting an unread response, access log lines (method,
 escaped path, status, time, request id: never bodies or keys), and drain-then-stop.
 Never: validates API fields or decides (server.Service does), or parses framing (framing.py).
 """
@@ -46,8 +46,8 @@ class Table:
     """The open client connections, at most `limit`. A newcomer past the limit closes the
     connection idle the longest, else the one that has been sending its request the longest
     (a trickle); connections being answered are never closed, and when all are, the newcomer
-    is refused. Closing is shutdown(SHUT_RD): the connection's own thread wakes up, answers
-    503 if a request was under way, and leaves."""
+    is refused (529). Closing is shutdown(SHUT_RD): the connection's own thread wakes up,
+    answers 529 if a request was under way, and leaves."""
 
     def __init__(self, limit: int):
         self.limit, self.lock, self.open = limit, threading.Lock(), {}
