@@ -1,10 +1,9 @@
 """HTTP connections: a thread per client connection, under a cap, each request judged from its
 head before its body is read, within one deadline, and the drain on SIGTERM.
 
-Owns: the per-connection request loop, response bytes, the open-connection table (past the cap
-the longest-idle connection is closed, else the one sending its request longest, else the
-newcomer gets 529), closing without resetting an unread response, access log lines (method,
-escaped path, status, time, request id: never bodies or keys), and drain-then-stop.
+Owns: the per-connection request loop, response bytes, closing without resetting an unread
+response, access log lines (method, escaped path, status, time, request id: never bodies or
+keys), and drain-then-stop; conn_table.py holds the cap on open connections.
 Never: validates API fields or decides (server.Service does), or parses framing (framing.py).
 """
 from __future__ import annotations
@@ -24,58 +23,13 @@ import time
 import uuid
 
 from . import framing
+from .conn_table import IDLE, READING, WORKING, Conn, Table, fit_descriptors
 from .errors import MalformedHttp, OnepassError, Overloaded, RequestTimeout
 from .server import Service, render_error
 
 log = logging.getLogger("onepass")
-IDLE, READING, WORKING = "idle", "reading", "working"
 CLIENT_GONE = (TimeoutError, ConnectionError)  # a client that stalled or left
 LINGER_S, LINGER_BYTES = 2.0, 1 << 20  # after a refusal: drop what still arrives, this much
-FD_RESERVE = 64  # descriptors beside client connections: listening socket, logs, image fetches
-
-
-class Conn:
-    def __init__(self, sock):
-        self.sock, self.state, self.since, self.evicted = sock, IDLE, time.monotonic(), False
-
-    def set(self, state: str) -> None:
-        self.state, self.since = state, time.monotonic()
-
-
-class Table:
-    """The open client connections, at most `limit`. A newcomer past the limit closes the
-    connection idle the longest, else the one that has been sending its request the longest
-    (a trickle); connections being answered are never closed, and when all are, the newcomer
-    is refused (529). Closing is shutdown(SHUT_RD): the connection's own thread wakes up,
-    answers 529 if a request was under way, and leaves."""
-
-    def __init__(self, limit: int):
-        self.limit, self.lock, self.open = limit, threading.Lock(), {}
-
-    def add(self, sock) -> Conn | None:
-        with self.lock:
-            if len(self.open) >= self.limit and not self._evict():
-                return None
-            conn = self.open[sock] = Conn(sock)
-            return conn
-
-    def _evict(self) -> bool:
-        for state in (IDLE, READING):
-            waiting = [c for c in self.open.values() if c.state == state]
-            if waiting:
-                victim = min(waiting, key=lambda c: c.since)
-                victim.evicted = True
-                del self.open[victim.sock]
-                try:
-                    victim.sock.shutdown(socket.SHUT_RD)
-                except OSError:
-                    pass  # already gone
-                return True
-        return False
-
-    def remove(self, sock) -> None:
-        with self.lock:
-            self.open.pop(sock, None)
 
 
 def response(status: int, doc: dict, request_id: str, extra: dict, close: bool,
@@ -237,7 +191,7 @@ class Server(socketserver.ThreadingTCPServer):
     def __init__(self, service: Service):
         self.service = service
         settings = service.settings
-        self.table = Table(_fit_descriptors(settings.max_connections,
+        self.table = Table(fit_descriptors(settings.max_connections,
                                             settings.engine_connections))
         self.draining = threading.Event()
         super().__init__((settings.host, settings.port), Handler)
@@ -263,6 +217,25 @@ class Server(socketserver.ThreadingTCPServer):
             pass
         return False
 
+    def server_close(self) -> None:
+        """After a drain: connections still waiting in the listen backlog get the shutdown 503
+        (not a reset when the socket closes); anything arriving later is refused."""
+        if self.draining.is_set():
+            self.socket.setblocking(False)
+            status, doc, extra = render_error(Service.shutting_down())
+            while True:
+                try:
+                    sock, _ = self.socket.accept()
+                except OSError:
+                    break  # the backlog is empty
+                try:
+                    sock.setblocking(False)
+                    sock.send(response(status, doc, "req_" + uuid.uuid4().hex, extra, True))
+                    linger_close(sock, True)
+                except OSError:
+                    sock.close()
+        super().server_close()
+
     def handle_error(self, request, client_address):
         """A client that resets or stalls is routine; anything else is logged with its trace."""
         if isinstance(sys.exc_info()[1], CLIENT_GONE):
@@ -283,20 +256,3 @@ class Server(socketserver.ThreadingTCPServer):
         if left:
             log.warning("drain timed out with %d requests in flight", left)
         self.shutdown()
-
-
-def _fit_descriptors(limit: int, engine_connections: int) -> int:
-    """Raise the soft descriptor limit to what `limit` connections need (up to the hard
-    limit); if it cannot go that high, serve fewer connections than asked and say so."""
-    import resource
-    need = limit + engine_connections + FD_RESERVE
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft != resource.RLIM_INFINITY and soft < need:
-        soft = need if hard == resource.RLIM_INFINITY else min(need, hard)
-        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
-    fits = limit if soft == resource.RLIM_INFINITY else max(1, soft - engine_connections
-                                                            - FD_RESERVE)
-    if fits < limit:
-        log.warning("max_connections lowered from %d to %d: the descriptor limit is %d", limit,
-                    fits, soft)
-    return min(limit, fits)
