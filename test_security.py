@@ -533,6 +533,37 @@ class TestDrain(unittest.TestCase):
         self.assertLess(time.monotonic() - stopped, 3)
         self.assertIn("draining", "".join(shim.log))
 
+    def test_sigterm_under_load_loses_nothing(self):
+        """Eight clients opening a connection per request while the shim drains and exits: each
+        request gets a complete response (200, or 503 shutting down) or a refused connection;
+        none is reset after it was sent."""
+        fake, shim = self.start("10")
+        fake.set_delay(0.02)  # a quick engine: many connections a second
+        outcomes, done = [], threading.Event()
+
+        def client():
+            data = request("POST", "/v1/systemone", json.dumps(req({"q": NOUL_Q})).encode())
+            while not done.is_set():
+                try:
+                    [(status, _, _)], _ = exchange(shim.addr, data)
+                    outcomes.append(status)
+                except ConnectionRefusedError:
+                    outcomes.append("refused")
+                    time.sleep(0.01)
+                except (OSError, Incomplete) as e:
+                    outcomes.append(f"lost: {e!r}")
+        threads = [threading.Thread(target=client) for _ in range(8)]
+        [t.start() for t in threads]
+        time.sleep(1)
+        shim.proc.send_signal(signal.SIGTERM)
+        self.assertEqual(shim.proc.wait(timeout=20), 0)
+        time.sleep(0.3)
+        done.set()
+        [t.join() for t in threads]
+        self.assertEqual([o for o in outcomes if str(o).startswith("lost")], [])
+        self.assertLessEqual({200, "refused"}, set(outcomes))
+        self.assertLessEqual(set(outcomes), {200, 503, "refused"})
+
     def test_drain_is_bounded(self):
         fake, shim = self.start("0.5")
         fake.set_delay(5)

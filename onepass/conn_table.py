@@ -57,6 +57,18 @@ class Table:
                 return True
         return False
 
+    def wait_quiet(self, quiet_s: float, timeout_s: float) -> None:
+        """Until no connection is reading or answering a request, nor opened or answered less
+        than quiet_s ago (its request may be on the way), at most timeout_s."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            with self.lock:
+                now = time.monotonic()
+                if all(c.state == IDLE and now - c.since >= quiet_s
+                       for c in self.open.values()):
+                    return
+            time.sleep(0.02)
+
     def remove(self, sock) -> None:
         with self.lock:
             self.open.pop(sock, None)

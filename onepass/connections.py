@@ -30,6 +30,7 @@ from .server import Service, render_error
 log = logging.getLogger("onepass")
 CLIENT_GONE = (TimeoutError, ConnectionError)  # a client that stalled or left
 LINGER_S, LINGER_BYTES = 2.0, 1 << 20  # after a refusal: drop what still arrives, this much
+QUIET_S, QUIET_WAIT_S = 0.3, 5.0  # at exit: a connection idle this long has no request coming
 
 
 def response(status: int, doc: dict, request_id: str, extra: dict, close: bool,
@@ -218,22 +219,23 @@ class Server(socketserver.ThreadingTCPServer):
         return False
 
     def server_close(self) -> None:
-        """After a drain: connections still waiting in the listen backlog get the shutdown 503
-        (not a reset when the socket closes); anything arriving later is refused."""
+        """After a drain: the connections still in the listen backlog are taken and answered
+        (503, shutting down) instead of reset; then the socket closes, so later ones are
+        refused; then each open connection finishes its request (within the drain's bound, at
+        most QUIET_WAIT_S)."""
         if self.draining.is_set():
             self.socket.setblocking(False)
-            status, doc, extra = render_error(Service.shutting_down())
             while True:
                 try:
-                    sock, _ = self.socket.accept()
+                    sock, address = self.socket.accept()
                 except OSError:
                     break  # the backlog is empty
-                try:
-                    sock.setblocking(False)
-                    sock.send(response(status, doc, "req_" + uuid.uuid4().hex, extra, True))
-                    linger_close(sock, True)
-                except OSError:
-                    sock.close()
+                sock.settimeout(None)
+                if self.verify_request(sock, address):
+                    self.process_request(sock, address)
+            self.socket.close()
+            left = self.drain_until - time.monotonic()  # the drain's bound holds here too
+            self.table.wait_quiet(QUIET_S, min(QUIET_WAIT_S, max(QUIET_S, left)))
         super().server_close()
 
     def handle_error(self, request, client_address):
@@ -248,8 +250,9 @@ class Server(socketserver.ThreadingTCPServer):
         in flight finish within drain_timeout_s; then the server stops."""
         if self.draining.is_set():
             return
-        self.draining.set()
         timeout_s = self.service.settings.drain_timeout_s
+        self.drain_until = time.monotonic() + timeout_s
+        self.draining.set()
         log.info("draining: no new requests; waiting up to %.0f s for %d in flight", timeout_s,
                  self.service.slots.busy)
         left = self.service.slots.close_and_wait(timeout_s)
