@@ -22,8 +22,14 @@ def test_typesafe_sdk_system_one_and_models(stack):
         assert r.request_id.startswith("req_")
         assert r.raw_http_response.request.headers.get("content-encoding") == "zstd"
         assert 0 <= r.nouls["refund"].noul <= 1
-        assert r.choices["team"].choice in ("billing", "tech")
-        assert 0 <= r.scores["anger"].score <= 2
+        team, anger = r.choices["team"], r.scores["anger"]
+        # the answer is the most likely option, its score the expected level (the contract's
+        # definitions), as the SDK parsed them
+        assert set(team.probabilities) == {"billing", "tech"}
+        assert team.choice == max(team.probabilities, key=team.probabilities.get)
+        assert abs(sum(team.probabilities.values()) - 1) < 1e-6
+        assert anger.legend == {"0": "Calm", "1": "Annoyed", "2": "Furious"}
+        assert abs(anger.score - sum(int(k) * p for k, p in anger.probabilities.items())) < 1e-9
         assert isinstance(r.usage.input_tokens, int) and r.usage.input_tokens > 0
         names = [m.name for m in client.models.list().models]
         assert "jev-latest" in names and "onepass-smollm2-135m-instruct" in names
