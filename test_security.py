@@ -512,13 +512,17 @@ class TestDrain(unittest.TestCase):
         [t.start() for t in threads]
         return threads, results
 
-    def test_sigterm_drains_then_exits(self):
-        fake, shim = self.start("10")
-        fake.set_delay(1.5)
-        threads, results = self.in_flight(shim, 3)
-        time.sleep(0.5)
-        stopped = time.monotonic()
+    def sigterm_in_flight(self, drain_s: str, delay_s: float, n: int):
+        """A shim with n requests in flight to an engine answering in delay_s, then SIGTERM."""
+        fake, shim = self.start(drain_s)
+        fake.set_delay(delay_s)
+        threads, results = self.in_flight(shim, n)
+        time.sleep(0.4)
         shim.proc.send_signal(signal.SIGTERM)
+        return shim, threads, results, time.monotonic()
+
+    def test_sigterm_drains_then_exits(self):
+        shim, threads, results, stopped = self.sigterm_in_flight("10", 1.5, 3)
         time.sleep(0.2)
         [(status, _, body)], _ = exchange(shim.addr, request("GET", "/health"))
         self.assertEqual((status, json.loads(body)["draining"]), (503, True))
@@ -565,12 +569,7 @@ class TestDrain(unittest.TestCase):
         self.assertLessEqual(set(outcomes), {200, 503, "refused"})
 
     def test_drain_is_bounded(self):
-        fake, shim = self.start("0.5")
-        fake.set_delay(5)
-        threads, _ = self.in_flight(shim, 1)
-        time.sleep(0.3)
-        stopped = time.monotonic()
-        shim.proc.send_signal(signal.SIGTERM)
+        shim, threads, _, stopped = self.sigterm_in_flight("0.5", 5, 1)
         self.assertEqual(shim.proc.wait(timeout=10), 0)
         self.assertLess(time.monotonic() - stopped, 2)
         [t.join() for t in threads]
