@@ -49,3 +49,21 @@ def test_sixteen_parallel_requests(stack):
         assert abs(doc["answers"]["refund"]["noul"] - want["refund"]["noul"]) <= 0.02
         for k, p in want["team"]["probabilities"].items():
             assert abs(doc["answers"]["team"]["probabilities"][k] - p) <= 0.02
+
+
+def test_load_bench_short_run(stack):
+    """bench/load.py: 8 clients for 6 s against the stack: every request answered (exit 0),
+    valid ones 200, invalid ones 422 or 404, oversized ones 413, the shim's RSS read."""
+    import json
+    import subprocess
+    import sys
+    from conftest import ROOT
+    out = subprocess.run([sys.executable, str(ROOT / "bench" / "load.py"), stack.url,
+                          "--clients", "8", "--minutes", "0.1"], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stdout + out.stderr
+    report = json.loads(out.stdout.strip().splitlines()[-1])
+    statuses = report["by_status"]
+    assert statuses.get("valid 200", 0) > 0 and statuses.get("oversized 413", 0) > 0, statuses
+    assert set(statuses) <= {"valid 200", "invalid 422", "invalid 404", "oversized 413"}, statuses
+    assert report["no_response"] == 0 and report["shim_rss_mib"]["end"] > 0

@@ -111,8 +111,9 @@ def test_too_few_single_token_labels_is_422(stack, tmp_path):
 
 
 class Load:
-    """Clients posting one noul each, back to back, recording (start, end, outcome): the status,
-    "refused" (nothing was sent: a clean refusal) or "lost: ..." (sent, never answered)."""
+    """Clients posting one noul each, back to back (after a retry-after-ms they wait, as the
+    official clients do), recording (start, end, outcome): the status, "refused" (nothing was
+    sent: a clean refusal) or "lost: ..." (sent, never answered)."""
 
     def __init__(self, base: str, clients: int, timeout: float = 60):
         self.base, self.timeout, self.results = base, timeout, []
@@ -125,8 +126,10 @@ class Load:
         while not self.stop.is_set():
             started = time.monotonic()
             try:
-                outcome = request(self.base, "POST", "/v1/systemone", body({"r": NOUL}),
-                                  timeout=self.timeout)[0]
+                outcome, headers, _ = request(self.base, "POST", "/v1/systemone",
+                                              body({"r": NOUL}), timeout=self.timeout)
+                if "retry-after-ms" in headers:  # as the official clients do, capped at 1 s
+                    time.sleep(min(1.0, int(headers["retry-after-ms"]) / 1000))
             except ConnectionRefusedError:
                 outcome = "refused"
                 time.sleep(0.05)
