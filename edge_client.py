@@ -4,6 +4,7 @@ shim.py`) in front of fake_engine.py, with its resident memory.
 """
 import os
 import re
+import resource
 import socket
 import subprocess
 import sys
@@ -60,12 +61,14 @@ def request(method: str, path: str, body: bytes = b"", headers: dict | None = No
 class ShimProcess:
     """The shim as a separate process on a free port (`env`: ONEPASS_* settings)."""
 
-    def __init__(self, vllm_url: str, env: dict | None = None):
+    def __init__(self, vllm_url: str, env: dict | None = None, max_files: int | None = None):
         clean = {k: v for k, v in os.environ.items() if not k.startswith("ONEPASS_")}
+        limit = (lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (max_files, max_files))) \
+            if max_files else None
         self.proc = subprocess.Popen(
             [sys.executable, "-I", "-S", str(ROOT / "shim.py"), "--port", "0", "--vllm",
              vllm_url], cwd=ROOT, env={**clean, **(env or {})}, stderr=subprocess.PIPE,
-            text=True)
+            text=True, preexec_fn=limit)
         self.log: list[str] = []
         for line in self.proc.stderr:
             self.log.append(line)
@@ -87,6 +90,11 @@ class ShimProcess:
                 return
             time.sleep(0.05)
         raise AssertionError("the shim did not get ready:\n" + "".join(self.log[-20:]))
+
+    def cpu_s(self) -> float:
+        with open(f"/proc/{self.proc.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def rss_kib(self) -> int:
         with open(f"/proc/{self.proc.pid}/status") as f:

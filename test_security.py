@@ -379,6 +379,22 @@ class TestConnections(unittest.TestCase):
                 s.close()
             time.sleep(0.1)
 
+    def test_few_descriptors_neither_spin_nor_starve(self):
+        """With 64 file descriptors (the issue's case) the cap is lowered to fit, with a
+        warning; 70 idle connections then neither spin a core nor keep a real request out."""
+        shim = ShimProcess("http://127.0.0.1:9", max_files=64)
+        self.addCleanup(shim.stop)
+        idle = [socket.create_connection(shim.addr, timeout=5) for _ in range(70)]
+        self.addCleanup(lambda: [s.close() for s in idle])
+        time.sleep(0.5)
+        cpu = shim.cpu_s()
+        time.sleep(2)
+        self.assertLess(shim.cpu_s() - cpu, 0.5)
+        [(status, _, _)], _ = exchange(shim.addr, request("GET", "/health?live=1",
+                                                          headers={"Connection": "close"}))
+        self.assertEqual(status, 200)
+        self.assertIn("max_connections lowered from 256", "".join(shim.log))
+
     def test_all_busy_refuses_the_newcomer(self):
         fake = FakeEngine(delay_s=1.0)
         self.addCleanup(fake.stop)
