@@ -158,12 +158,10 @@ class Handler(socketserver.BaseRequestHandler):
             if isinstance(e, MalformedHttp):
                 raise
             return render_error(e, path)
-        except CLIENT_GONE:
-            if reading:
-                raise
-            log.exception("internal error on %s %s", head.method, printable(path))
-            return render_error(OnepassError("internal error; see the server log"), path)
-        except Exception:  # a bug, never bad input: log it, answer a generic 500
+        except Exception as e:
+            if reading and isinstance(e, CLIENT_GONE):
+                raise  # the client stalled or left mid-body
+            # a bug, never bad input: log it, answer a generic 500
             log.exception("internal error on %s %s", head.method, printable(path))
             return render_error(OnepassError("internal error; see the server log"), path)
         finally:

@@ -241,18 +241,26 @@ def test_zz_vllm_death_under_load(stack):
     load = Load(stack.url, 8)
     time.sleep(4)
     killed = time.monotonic()
-    os.kill(stack.vllm_pid, signal.SIGKILL)
+    # all of vLLM (API server and engine core): with the API server alone killed, its engine
+    # core child keeps the open connections for about a second before it exits (seen: 1.09 s)
+    os.killpg(stack.vllm_pid, signal.SIGKILL)
     code = stack.proc.wait(timeout=120)
     time.sleep(1)
     results = load.finish()
     before = [o for start, end, o in results if end < killed]
-    after = [o for start, _, o in results if start > killed + 1.0]
+    caught = [(end - killed, o) for start, end, o in results if start < killed < end]
+    late = [o for _, end, o in results if end > killed + 1.0]
     assert 200 in before, before
     lost = [(round(start - killed, 2), round(end - killed, 2), o) for start, end, o in results
-             if str(o).startswith("lost")]
+            if str(o).startswith("lost")]
     assert not lost, lost
-    assert 503 in [o for start, _, o in results if start > killed], results
-    assert set(after) <= {503, "refused"}, after
+    # the first 503 comes within a second of the kill; the requests caught in flight end
+    # soon, with 503 (or 200 when vLLM had answered just before); all later ones are 503 or
+    # refused
+    first_503 = min(end for _, end, o in results if end > killed and o == 503) - killed
+    assert first_503 < 1.0, (first_503, caught)
+    assert caught and all(t < 3.0 and o in (200, 503) for t, o in caught), caught
+    assert set(late) <= {503, "refused"}, late
     assert code == 15
     assert "vLLM exited" in stack.proc.stdout.read()
 
