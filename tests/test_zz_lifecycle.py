@@ -124,18 +124,18 @@ class Load:
 
     def client(self):
         while not self.stop.is_set():
-            started = time.monotonic()
+            started, pause = time.monotonic(), 0.0
             try:
                 outcome, headers, _ = request(self.base, "POST", "/v1/systemone",
                                               body({"r": NOUL}), timeout=self.timeout)
-                if "retry-after-ms" in headers:  # as the official clients do, capped at 1 s
-                    time.sleep(min(1.0, int(headers["retry-after-ms"]) / 1000))
+                # as the official clients do (capped at 1 s)
+                pause = min(1.0, int(headers.get("retry-after-ms", 0)) / 1000)
             except ConnectionRefusedError:
-                outcome = "refused"
-                time.sleep(0.05)
+                outcome, pause = "refused", 0.05
             except (OSError, http.client.HTTPException, ValueError) as e:
                 outcome = f"lost: {e!r}"
             self.results.append((started, time.monotonic(), outcome))
+            time.sleep(pause)
 
     def finish(self) -> list:
         self.stop.set()
@@ -241,9 +241,7 @@ def test_zz_vllm_death_under_load(stack):
     load = Load(stack.url, 8)
     time.sleep(4)
     killed = time.monotonic()
-    # all of vLLM (API server and engine core): with the API server alone killed, its engine
-    # core child keeps the open connections for about a second before it exits (seen: 1.09 s)
-    os.killpg(stack.vllm_pid, signal.SIGKILL)
+    os.killpg(stack.vllm_pid, signal.SIGKILL)  # all of vLLM: API server and engine core
     code = stack.proc.wait(timeout=120)
     time.sleep(1)
     results = load.finish()
