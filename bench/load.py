@@ -33,26 +33,31 @@ INVALID = [b'{"model": "jev-latest", "state": "x", "questions": {', b'{"question
            json.dumps({"model": "nope", "state": "x", "questions": QUESTIONS}).encode()]
 
 
-def next_request(rng: random.Random) -> tuple[str, bytes]:
-    """(kind, raw request): 80 % valid, 15 % invalid, 5 % oversized (its head announces 40 MiB,
-    64 KiB follow: the shim refuses it from the head)."""
-    roll = rng.random()
-    if roll < 0.80:
+# Each client cycles through this mix, from its own starting point: 80 % valid, 15 % invalid,
+# 5 % oversized, and a short run still sends every kind.
+MIX = ["oversized"] + ["valid"] * 4 + (["invalid"] + ["valid"] * 4) * 3
+
+
+def next_request(rng: random.Random, kind: str) -> tuple[str, bytes]:
+    """(kind, raw request); an oversized one announces 40 MiB and sends 64 KiB (the shim
+    refuses it from its head)."""
+    if kind == "valid":
         ask = dict(rng.sample(sorted(QUESTIONS.items()), rng.randint(1, 3)))
         state = " ".join(STATE.format(n=rng.randint(1000, 9999), y=rng.randint(1, 9))
                          for _ in range(rng.choice([1, 1, 4, 16])))
         body = json.dumps({"model": "jev-latest", "state": state, "questions": ask}).encode()
         return "valid", request("POST", "/v1/systemone", body,
                                 {"Content-Type": "application/json"})
-    if roll < 0.95:
+    if kind == "invalid":
         return "invalid", request("POST", "/v1/systemone", rng.choice(INVALID))
     head = request("POST", "/v1/systemone", b"", {"Content-Length": str(40 << 20)})
     return "oversized", head + b"{" * 65536
 
 
 class Client(threading.Thread):
-    def __init__(self, addr, seed: int, until: float, timeout_s: float):
+    def __init__(self, addr, seed: int, until: float, timeout_s: float, first: int):
         super().__init__(daemon=True)
+        self.slot = first  # where in MIX this client starts
         self.addr, self.rng, self.until, self.timeout_s = addr, random.Random(seed), until, \
             timeout_s
         self.records = []  # (kind, status or "no response: why", seconds)
@@ -60,7 +65,8 @@ class Client(threading.Thread):
     def run(self):
         sock = rfile = None
         while time.monotonic() < self.until:
-            kind, data = next_request(self.rng)
+            kind, data = next_request(self.rng, MIX[self.slot % len(MIX)])
+            self.slot += 1
             started = time.monotonic()
             try:
                 if sock is None:
@@ -130,8 +136,8 @@ def main() -> int:
     pid = a.shim_pid or listener_pid(int(port))
     rss_start = rss_mib(pid)
     until = time.monotonic() + a.minutes * 60
-    clients = [Client((host, int(port)), a.seed * 1000 + i, until, a.timeout_s)
-               for i in range(a.clients)]
+    clients = [Client((host, int(port)), a.seed * 1000 + i, until, a.timeout_s,
+                      i * 7 % len(MIX)) for i in range(a.clients)]
     started = time.monotonic()
     for c in clients:
         c.start()
