@@ -107,3 +107,39 @@ class ShimProcess:
         self.reader.join(timeout=5)  # the log to its end
         self.proc.stderr.close()
         return code
+
+
+def run_cases(addr, cases, statuses: dict, failures: list, threads: int = 4) -> None:
+    """(index, raw request) pairs over `threads` keep-alive connections (a new one after each
+    Connection: close): statuses counted, and every request without one complete response
+    noted in failures."""
+    lock = threading.Lock()
+
+    def worker(part):
+        sock = None
+        for i, data in part:
+            if sock is None:
+                sock = socket.create_connection(addr, timeout=30)
+                rfile = sock.makefile("rb")
+            try:
+                try:
+                    sock.sendall(data)
+                except OSError:
+                    pass  # refused early: its answer is still owed
+                status, headers, _ = read_response(rfile)
+            except (Incomplete, OSError) as e:
+                failures.append((i, repr(e)[:200], data[:200]))
+                sock.close()
+                sock = None
+                continue
+            with lock:
+                statuses[status] = statuses.get(status, 0) + 1
+            if headers.get("connection") == "close":
+                sock.close()
+                sock = None
+        if sock is not None:
+            sock.close()
+    workers = [threading.Thread(target=worker, args=(cases[k::threads],))
+               for k in range(threads)]
+    [t.start() for t in workers]
+    [t.join() for t in workers]

@@ -1,4 +1,5 @@
-"""Deterministic hostile requests for the fuzz run in test_security.py, standard library only.
+"""Hostile requests for test_security.py, standard library only: the framing corpus (each case
+must be one 4xx and a closed connection), and the deterministic cases of the fuzz run.
 
 Each case starts from a valid body of one of the two APIs (every field present) and breaks it:
 a wrong JSON type at any field, deletions, lone surrogates, nesting 400 to 1,000 deep, numbers
@@ -13,6 +14,7 @@ import random
 import zlib
 
 from edge_client import request
+from test_shim import NOUL_Q, req
 
 TICKET = {"ticket": "I was charged twice for order 4471.", "lines": [1, 2.5, True, None]}
 SYSTEMONE = {
@@ -149,3 +151,59 @@ def cases(seed: int, n: int):
         path, data, headers = (json_case if rng.random() < 0.85 else body_case)(rng)
         method = "POST" if rng.random() < 0.97 else rng.choice(["GET", "PUT", "TRACE", "DELETE"])
         yield request(method, path, data, headers)
+
+
+# -- the framing corpus ----------------------------------------------------------------
+def post(body: bytes, *fields: str) -> bytes:
+    """A POST head with the given raw header lines (framing under test), then body bytes."""
+    return (b"POST /v1/systemone HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer k-123\r\n"
+            + "".join(f + "\r\n" for f in fields).encode("latin-1") + b"\r\n" + body)
+
+
+PIPELINED = b"GET /v1/models HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer k-123\r\n\r\n"
+VALID = json.dumps(req({"q": NOUL_Q})).encode()
+# RFC 9112, strictly: each is one 400 (431/414 for size) and the connection closes.
+CORPUS = {
+    "negative chunk size": post(b"-1\r\n" + b"x" * 5000, "Transfer-Encoding: chunked"),
+    "chunk size -2": post(b"-2\r\nxx\r\n0\r\n\r\n", "Transfer-Encoding: chunked"),
+    "chunk size +5": post(b"+5\r\nhello\r\n0\r\n\r\n", "Transfer-Encoding: chunked"),
+    "chunk size 1_0": post(b"1_0\r\n" + b"x" * 16 + b"\r\n0\r\n\r\n", "Transfer-Encoding: chunked"),
+    "chunk size 0x5": post(b"0x5\r\nhello\r\n0\r\n\r\n", "Transfer-Encoding: chunked"),
+    "chunk size with a space": post(b" 5\r\nhello\r\n0\r\n\r\n", "Transfer-Encoding: chunked"),
+    "chunk size of 17 digits": post(b"0" * 16 + b"5\r\nhello\r\n0\r\n\r\n",
+                                    "Transfer-Encoding: chunked"),
+    "chunk without CRLF after": post(b"5\r\nhelloXX0\r\n\r\n", "Transfer-Encoding: chunked"),
+    "xchunked": post(b"0\r\n\r\n", "Transfer-Encoding: xchunked"),
+    "chunked, identity": post(b"0\r\n\r\n", "Transfer-Encoding: chunked, identity"),
+    "identity": post(b"", "Transfer-Encoding: identity"),
+    "two Transfer-Encodings": post(b"0\r\n\r\n", "Transfer-Encoding: chunked",
+                                   "Transfer-Encoding: chunked"),
+    "Transfer-Encoding and Content-Length": post(b"0\r\n\r\n", "Transfer-Encoding: chunked",
+                                                 "Content-Length: 5"),
+    "space before the colon": post(b"0\r\n\r\n", "Transfer-Encoding : chunked"),
+    "folded header": post(b"", "Content-Length: 0", " folded"),
+    "two differing lengths": post(b"", "Content-Length: 0", "Content-Length: 60"),
+    "two equal lengths": post(b"{}", "Content-Length: 2", "Content-Length: 2"),
+    "a list of lengths": post(b"{}", "Content-Length: 2, 2"),
+    "length +2": post(b"{}", "Content-Length: +2"),
+    "length 1_0": post(b"x" * 10, "Content-Length: 1_0"),
+    "length -1": post(b"", "Content-Length: -1"),
+    "length in hex": post(b"{}", "Content-Length: 0x2"),
+    "length of 19 digits": post(b"{}", "Content-Length: " + "0" * 18 + "2"),
+    "chunked in HTTP/1.0": post(b"0\r\n\r\n", "Transfer-Encoding: chunked").replace(
+        b"HTTP/1.1", b"HTTP/1.0"),
+    "bare LF": b"GET /health HTTP/1.1\nHost: x\n\n",
+    "bare CR in a header": post(b"", "X-A: 1\rContent-Length: 0"),
+    "NUL in a header": post(b"", "X-A: a\x00b", "Content-Length: 0"),
+    "header without a colon": post(b"", "Content-Length 0"),
+    "no Host in HTTP/1.1": b"GET /health HTTP/1.1\r\n\r\n",
+    "two Hosts": b"GET /health HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n",
+    "HTTP/2.0": b"GET /health HTTP/2.0\r\nHost: x\r\n\r\n",
+    "HTTP/0.9": b"GET /health\r\n",
+    "two spaces": b"GET  /health HTTP/1.1\r\nHost: x\r\n\r\n",
+    "control character in the target": b"GET /v1/\x1b[31m HTTP/1.1\r\nHost: x\r\n\r\n",
+    "a target that is not a path": b"GET health HTTP/1.1\r\nHost: x\r\n\r\n",
+    "request line too long": b"GET /" + b"a" * 9000 + b" HTTP/1.1\r\nHost: x\r\n\r\n",
+    "header line too long": post(b"", "X-A: " + "a" * 9000),
+    "101 headers": post(b"", *(f"X-{i}: v" for i in range(101))),
+}
