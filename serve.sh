@@ -5,9 +5,11 @@
 # Environment: ONEPASS_PORT (8741), ONEPASS_VLLM_PORT (8742), ONEPASS_HOST (127.0.0.1),
 # ONEPASS_PROFILE (serve_config.json's default), ONEPASS_MODEL (path or hub id; default: the
 # embedded SmolLM2), ONEPASS_API_KEY (empty = auth off), ONEPASS_DEVICE (auto|cpu|gpu),
-# ONEPASS_DTYPE (CPU: auto = bf16 where native, else fp32; float32|bfloat16), ONEPASS_EAGER (CPU:
-# 1 = --enforce-eager, the default; 0 = torch.compile), ONEPASS_VENV (.venv), ONEPASS_CACHE (~/.cache/onepass), ONEPASS_LOG_DIR (logs),
-# ONEPASS_VLLM_ARGS (extra vLLM flags), ONEPASS_READY_TIMEOUT_S (900),
+# ONEPASS_DTYPE (CPU: auto = bf16 where native, else fp32; float32|bfloat16), ONEPASS_EAGER
+# (CPU: 1 = --enforce-eager, the default; 0 = torch.compile), ONEPASS_VENV (.venv), ONEPASS_CACHE
+# (~/.cache/onepass), ONEPASS_LOG_DIR (logs), ONEPASS_VLLM_ARGS (extra vLLM flags),
+# ONEPASS_READY_TIMEOUT_S (900), ONEPASS_DRAIN_TIMEOUT_S (30: on SIGTERM the shim drains first,
+# then vLLM stops),
 # VLLM_PLUGINS (default onepass_two_way: the engine plugin), VLLM_PATCHES=1 (stock vLLM with
 # vllm_patches/ in its own venv, default .venv-patched, instead of the plugin; never both).
 # Exit codes: 10 setup, 11 verify, 12 vLLM start, 13 shim start, 14 warm-up, 15 a process died.
@@ -161,11 +163,19 @@ warm_up() {
   say "warm-up: done"
 }
 
+stop_pid() {  # stop_pid PID SECONDS: SIGTERM, then wait up to SECONDS for it to exit
+  [ -n "$1" ] || return 0
+  kill -TERM "$1" 2>/dev/null || return 0
+  for _ in $(seq $(($2 * 2))); do kill -0 "$1" 2>/dev/null || return 0; sleep 0.5; done
+}
+
 stop_all() {
-  for pid in $SHIM_PID $VLLM_PID; do kill -TERM "$pid" 2>/dev/null || true; done
-  for pid in $SHIM_PID $VLLM_PID; do
-    for _ in $(seq 40); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
-  done
+  # The shim first: it drains (/health 503, new requests 503, those in flight answered) while
+  # vLLM still serves them; then vLLM, which has nothing left in flight.
+  local drain=${ONEPASS_DRAIN_TIMEOUT_S:-30}
+  stop_pid "$SHIM_PID" $((${drain%.*} + 10))
+  [ -n "$SHIM_PID" ] && kill -KILL "$SHIM_PID" 2>/dev/null || true
+  stop_pid "$VLLM_PID" 20
   # vLLM's engine processes share its process group (setsid above)
   [ -n "$VLLM_PID" ] && kill -KILL -- "-$VLLM_PID" 2>/dev/null || true
   SHIM_PID="" VLLM_PID=""

@@ -2,19 +2,25 @@
 """onepass shim entry point: python3 shim.py [--config serve_config.json] [--vllm URL] [--port N]
 
 Standard library only. Reads the configuration, binds the port, warms up in the background
-(/health answers 503 until every question type has been answered), serves until SIGTERM/SIGINT.
+(/health answers 503 until every question type has been answered), serves until SIGTERM/SIGINT,
+then drains: new requests get 503, those in flight finish (--drain-timeout-s), then it exits.
 Exit codes: 0 clean stop, 3 bad configuration, 4 port unavailable.
 """
 import logging
+import os
 import signal
 import sys
 import threading
 from pathlib import Path
 
-from onepass import config
-from onepass.server import Server, Service
-
 ROOT = Path(__file__).resolve().parent
+# `python3 -I -S shim.py` (isolated: no PYTHONPATH, no user site, no script directory on the
+# path) is the safe way to start a stdlib program; the package sits beside this file.
+sys.path.insert(0, str(ROOT))
+
+from onepass import config  # noqa: E402
+from onepass.connections import Server  # noqa: E402
+from onepass.server import Service  # noqa: E402
 
 
 def main(argv=None) -> int:
@@ -34,7 +40,10 @@ def main(argv=None) -> int:
     host, port = server.server_address[:2]
     logging.info("listening on http://%s:%d (vLLM %s, profile %s, auth %s)", host, port,
                  settings.vllm, settings.profile, "on" if settings.api_key else "off")
-    stop = lambda *_: threading.Thread(target=server.shutdown, daemon=True).start()
+
+    def stop(*_):  # the first signal drains, a second one stops at once
+        now = server.draining.is_set()
+        threading.Thread(target=server.shutdown if now else server.drain, daemon=True).start()
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
     threading.Thread(target=service.warm_up, name="warm-up", daemon=True).start()
@@ -46,4 +55,10 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    # Not sys.exit: the interpreter would join the engine's worker threads, and a vLLM call
+    # still running after a timed-out drain would hold the exit for up to its own timeout.
+    os._exit(code)

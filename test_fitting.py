@@ -5,9 +5,10 @@ here counts words (the live tests use vLLM's tokenizer). Run: python3 -m unittes
 import unittest
 from dataclasses import replace
 
-from onepass import fitting
+from onepass import fitting, state_parts
 from onepass.config import Layout
 from onepass.decision import CHOICE, NOUL, Decision, Option, Question
+from onepass.errors import PayloadTooLarge
 from test_shim import LABELS, PROFILE
 
 calls = []
@@ -103,7 +104,7 @@ class TestFit(unittest.TestCase):
                  "events": [{"note": t} for t in filler(120)]
                  + [{"note": "Invoice 88 was refunded in full."}],
                  "tail": "end"}
-        parts = fitting.split(state)
+        parts = state_parts.split(state)
         self.assertEqual(parts[0].text, "customer.name: Ada")
         self.assertEqual(parts[-2].text, "events[120].note: Invoice 88 was refunded in full.")
         reads, [sel] = fitting.fit(decision(state), PROFILE, LABELS, words, 400)
@@ -123,9 +124,35 @@ class TestFit(unittest.TestCase):
             self.assertIn("team2", read.prompt)
 
     def test_long_paragraph_is_cut_into_pieces(self):
-        parts = fitting.split("word " * 2000)
+        parts = state_parts.split("word " * 2000)
         self.assertGreater(len(parts), 5)
-        self.assertTrue(all(len(p.text) <= fitting.MAX_PART_CHARS for p in parts))
+        self.assertTrue(all(len(p.text) <= state_parts.MAX_PART_CHARS for p in parts))
+
+    def test_counting_is_bounded_by_the_request(self):
+        """A 1 MB state asked 20 questions read in 4 orders each (80 reads): the state is
+        counted once (whole, then as parts), no text twice, and the rest is the fitted prompts
+        (the old path tokenized the whole state for each of the 80 reads: 90 MB)."""
+        texts = []
+
+        def recording(batch):
+            texts.extend(batch)
+            return words(batch)
+        state = "\n\n".join(filler(8000))
+        team = tuple(Question(CHOICE, f"Which team handles case {i}?",
+                              tuple(Option(f"t{j}", None) for j in range(4))) for i in range(20))
+        reads, selections = fitting.fit(decision(state, *team, orders=4, orders_as_reads=True),
+                                        PROFILE, LABELS, recording, 4000)
+        self.assertEqual((len(reads), len(selections)), (80, 20))
+        self.assertEqual(len(texts), len(set(texts)))
+        longest = max(len(r.prompt) for r in reads)
+        self.assertLess(sum(map(len, texts)), 2 * len(state) + 2 * len(reads) * longest)
+
+    def test_limits_refuse_what_cannot_be_cut_cheaply(self):
+        """States over 8 MiB, or splitting into more than 20,000 parts, are a 413 (never
+        millions of parts in memory)."""
+        for state in ("x " * (4 << 20) + "y", "a\n\n" * 30_000):
+            with self.assertRaises(PayloadTooLarge):
+                fitting.fit(decision(state), PROFILE, LABELS, words, 300)
 
     def test_repetition_pays_for_every_copy(self):
         state = "\n\n".join(filler(200))

@@ -11,10 +11,10 @@ import sys
 import threading
 import time
 import unittest
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from dataclasses import replace
 from pathlib import Path
 
+from fake_engine import FakeEngine
 from onepass import config, readout, systemone, transport
 from onepass.decision import CHOICE, NOUL, SCORE, Decision, Option, Question, Read, ReadResult
 from onepass.errors import (BadRequest, InvalidRequest, NotFound, PayloadTooLarge,
@@ -122,15 +122,21 @@ class TestSystemOne(unittest.TestCase):
             self.assertIn("a score takes 2 to 10 levels", p[0].msg)
 
     def test_limits_accept_edges(self):
-        """systemone: 2 and 255 options, 2 and 10 levels are accepted."""
+        """systemone: 2 and 255 options, 2 and 10 levels are accepted, each one an option."""
         for n in (2, 255):
-            parse(req({"q": {"type": "choice", "criteria": {f"Queue {i:03}": None for i in range(n)}}}))
+            keys = [f"Queue {i:03}" for i in range(n)]
+            d, _ = parse(req({"q": {"type": "choice", "criteria": dict.fromkeys(keys)}}))
+            self.assertEqual([o.key for o in d.questions[0].options], keys)
         for n in (2, 10):
-            parse(req({"q": {"type": "score", "criteria": [f"l{i}" for i in range(n)]}}))
+            d, meta = parse(req({"q": {"type": "score", "criteria": [f"l{i}" for i in range(n)]}}))
+            self.assertEqual([o.text for o in d.questions[0].options], [f"l{i}" for i in range(n)])
+            self.assertEqual(meta.legends[0], [f"l{i}" for i in range(n)])
 
     def test_unknown_model_and_unknown_top_level_fields(self):
         """systemone: unknown top-level fields are ignored; unknown models are 404."""
-        parse(req({"q": NOUL_Q}, x_trace_id="t", seed=7, reasoning={"effort": "low"}))
+        plain, _ = parse(req({"q": NOUL_Q}))
+        extra, _ = parse(req({"q": NOUL_Q}, x_trace_id="t", seed=7, reasoning={"effort": "low"}))
+        self.assertEqual(extra, plain)
         with self.assertRaises(NotFound):
             parse({"model": "nope", "state": "x", "questions": {"q": NOUL_Q}})
 
@@ -478,6 +484,7 @@ class TestConfig(unittest.TestCase):
         s = config.load(["--port", "9001"], environ={"ONEPASS_PORT": "9000",
                                                      "ONEPASS_API_KEY": "k"})
         self.assertEqual((s.port, s.api_key), (9001, "k"))
+        self.assertNotIn("'k'", repr(s))  # the key is never in a repr, so never in a log line
         with self.assertRaises(config.ConfigError):
             config.load([], environ={"ONEPASS_PORT": "nine"})
 
@@ -497,31 +504,19 @@ class TestStdlibOnly(unittest.TestCase):
                              capture_output=True, text=True)
         self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
 
+    def test_shim_runs_isolated(self):
+        """shim: `python3 -I -S shim.py --help` runs (isolated mode, from any directory)."""
+        out = subprocess.run([sys.executable, "-I", "-S", str(ROOT / "shim.py"), "--help"],
+                             cwd="/", capture_output=True, text=True)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertIn("--max-connections", out.stdout)
+
 
 # -- failure injection: a real shim in front of fake engines that fail ----------------------
-class _FailingEngine(BaseHTTPRequestHandler):
-    mode = "5xx"
-
-    def do_POST(self):
-        self.rfile.read(int(self.headers.get("Content-Length", 0)))
-        if self.mode == "slow":
-            time.sleep(2)
-        body = b'{"error": {"message": "boom"}}'
-        try:
-            self.send_response(500)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-        except OSError:
-            pass  # the shim gave up waiting (the "slow" case): nobody is listening
-
-    def log_message(self, *a):
-        pass
-
-
 def start_shim(vllm_url, timeout_s=5.0, **env):
     """A real shim on a free port, marked ready without the guard: for failure injection only."""
-    from onepass.server import READY, Server, Service
+    from onepass.connections import Server
+    from onepass.server import READY, Service
     settings = config.load(["--port", "0", "--vllm", vllm_url, "--engine-timeout-s",
                             str(timeout_s)], environ=env)
     service = Service(settings, ROOT)
@@ -548,14 +543,10 @@ def call(server, method="POST", path="/v1/systemone", body=None, headers=None):
 
 
 class TestFailures(unittest.TestCase):
-    def _fake(self, mode):
-        handler = type("H", (_FailingEngine,), {"mode": mode})
-        fake = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-        fake.daemon_threads = True
-        threading.Thread(target=fake.serve_forever, daemon=True).start()
-        self.addCleanup(fake.server_close)
-        self.addCleanup(fake.shutdown)
-        return f"http://127.0.0.1:{fake.server_address[1]}"
+    def _fake(self, mode="answer", delay_s=0.0):
+        fake = FakeEngine(mode, delay_s)
+        self.addCleanup(fake.stop)
+        return fake.url
 
     def test_engine_down_is_503(self):
         """server: vLLM unreachable gives 503 with retry-after-ms, never a hang."""
@@ -571,7 +562,7 @@ class TestFailures(unittest.TestCase):
         server = start_shim(self._fake("5xx"))
         self.assertEqual(call(server, body=req({"q": NOUL_Q}))[0], 502)
         stop_shim(server)
-        server = start_shim(self._fake("slow"), timeout_s=0.5)
+        server = start_shim(self._fake(delay_s=2), timeout_s=0.5)
         started = time.monotonic()
         self.assertEqual(call(server, body=req({"q": NOUL_Q}))[0], 503)
         self.assertLess(time.monotonic() - started, 5)

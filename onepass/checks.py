@@ -40,7 +40,7 @@ def requested_modes(body: dict, check: Checker) -> set[str]:
                         (("kwargs", "attention_mode"), kwargs if isinstance(kwargs, dict) else {})):
         if "attention_mode" in holder:
             value = holder["attention_mode"]
-            if value not in MODE_NAMES:
+            if not isinstance(value, str) or value not in MODE_NAMES:
                 check.add(loc, f"attention_mode must be one of {', '.join(MODE_NAMES)}; "
                           f"got {value!r}", "enum")
             else:
@@ -68,6 +68,8 @@ def finish(check: Checker, body: dict, *, model, state, questions, resolve_model
     checked (and links fetched) last, when everything else is in order."""
     modes = requested_modes(body, check)
     overrides = option_overrides(body, check)
+    if not questions and not check.problems:  # never a Decision without a question
+        check.add(("questions",), "at least one question is needed", "too_short")
     if check.problems:
         raise InvalidRequest(check.problems)
     if len(modes) > 1:

@@ -12,7 +12,7 @@ import itertools
 import json
 import math
 import os
-from dataclasses import MISSING, dataclass, field, fields
+from dataclasses import MISSING, dataclass, field, fields, make_dataclass
 
 EXIT_BAD_CONFIG = 3
 
@@ -34,11 +34,20 @@ SETTINGS = {
     "max_questions": (int, 400, "ONEPASS_MAX_QUESTIONS", "most questions in one request"),
     "max_in_flight": (int, 64, "ONEPASS_MAX_IN_FLIGHT",
                       "requests answered at once; more get 529 with retry-after-ms"),
+    "max_reads": (int, 800, "ONEPASS_MAX_READS", "vLLM reads one request may need (more: 422)"),
+    "max_connections": (int, 256, "ONEPASS_MAX_CONNECTIONS",
+                        "open client connections; past it the longest-idle (else the slowest "
+                        "sending) one is closed, or the newcomer gets 529"),
     "engine_timeout_s": (float, 60.0, "ONEPASS_ENGINE_TIMEOUT_S", "longest wait for one vLLM call"),
     "engine_connections": (int, 32, "ONEPASS_ENGINE_CONNECTIONS",
                            "keep-alive connections to vLLM (and parallel reads)"),
     "client_timeout_s": (float, 30.0, "ONEPASS_CLIENT_TIMEOUT_S",
-                         "longest wait for a client to send its request"),
+                         "longest time for a client to send a whole request, head and body"),
+    "keepalive_timeout_s": (float, 75.0, "ONEPASS_KEEPALIVE_TIMEOUT_S",
+                            "an idle keep-alive connection is closed after this (keep it above "
+                            "a load balancer's idle timeout)"),
+    "drain_timeout_s": (float, 30.0, "ONEPASS_DRAIN_TIMEOUT_S",
+                        "on SIGTERM, longest wait for the requests in flight before exiting"),
     "log_level": (str, "info", "ONEPASS_LOG_LEVEL", "debug, info, warning or error"),
     "image_links": (str, "public", "ONEPASS_IMAGE_LINKS",
                     "image links: public (fetch from public addresses only), off (refuse every "
@@ -123,26 +132,10 @@ class Profile:
     vllm_args: tuple[str, ...] = ()  # the flags this profile needs from vLLM (serve.sh adds them)
 
 
-@dataclass(frozen=True)
-class Settings:
-    config: str
-    profile: str
-    host: str
-    port: int
-    vllm: str
-    max_body_bytes: int
-    max_decoded_bytes: int
-    max_questions: int
-    max_in_flight: int
-    engine_timeout_s: float
-    engine_connections: int
-    client_timeout_s: float
-    log_level: str
-    image_links: str
-    image_links_http: str
-    image_fetch_timeout_s: float
-    api_key: str
-    model: Profile
+# Settings: one field per row of the table, then the key (never in a repr, so never in a log line
+# by accident) and the profile.
+Settings = make_dataclass("Settings", [(name, row[0]) for name, row in SETTINGS.items()]
+                          + [("api_key", str, field(repr=False)), ("model", Profile)], frozen=True)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -168,9 +161,10 @@ def load(argv: list[str] | None = None, environ: dict | None = None) -> Settings
                 raise ConfigError(f"{var}={env[var]!r} is not a valid {kind.__name__}") from None
         values[name] = default if raw is None else raw
     for name in ("port", "max_body_bytes", "max_decoded_bytes", "max_questions", "max_in_flight",
-                 "engine_connections"):
-        if values[name] < (0 if name == "port" else 1):
-            raise ConfigError(f"{name} must be positive, got {values[name]}")
+                 "engine_connections", "max_reads", "max_connections", "engine_timeout_s",
+                 "client_timeout_s", "keepalive_timeout_s", "drain_timeout_s"):
+        if not 0 < values[name] < math.inf and not (name == "port" and values[name] == 0):
+            raise ConfigError(f"{name} must be positive and finite, got {values[name]}")
     if values["image_links"] not in IMAGE_LINKS:
         raise ConfigError(f"image_links must be one of {', '.join(IMAGE_LINKS)}")
     if values["image_links_http"] not in ("true", "false"):
@@ -299,9 +293,10 @@ def check_calibration(c: Calibration, where: str) -> None:
     temps = c.temperature
     if (not isinstance(temps, dict) or not {"noul", "choice", "score"} <= set(temps)
             or not set(temps) <= {"noul", "choice", "score", "image"}
-            or not all(_number(t) and 0 < t < math.inf for t in temps.values())):
-        raise ConfigError(f"{where}: calibration.temperature needs noul, choice and score > 0 "
-                          f"(and may have image > 0: every answer about an image)")
+            or not all(_number(t) and 1e-3 <= t <= 1e3 for t in temps.values())):
+        # bounded: log-probs divided by it stay finite floats whatever number a request sends
+        raise ConfigError(f"{where}: calibration.temperature needs noul, choice and score in "
+                          f"[0.001, 1000] (and may have image: every answer about an image)")
     if not (_number(c.noul_floor) and (c.noul_floor == 0 or 0.5 < c.noul_floor < 1)
             and _number(c.reread_below) and 0 <= c.reread_below <= 1):
         raise ConfigError(f"{where}: noul_floor must be 0 (off) or in (0.5, 1), reread_below in [0, 1]")

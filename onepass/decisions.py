@@ -97,9 +97,9 @@ def _input(value, check: Checker, images: Collector) -> str | None:
         kind = item.get("type", "message")
         if kind == "message":
             blocks.append(_message(item, loc, check, images))
-        elif kind in TOOL_CALLS:
+        elif isinstance(kind, str) and kind in TOOL_CALLS:
             blocks.append(_tool_call(item, kind, loc, check, calls))
-        elif kind in TOOL_OUTPUTS:
+        elif isinstance(kind, str) and kind in TOOL_OUTPUTS:
             blocks.append(_tool_output(item, loc, check, calls, images))
         else:
             check.add(loc + ("type",), f"unknown input item type {kind!r}", "invalid_value")
@@ -158,7 +158,7 @@ def _content(value, loc, check: Checker, allowed: set, images: Collector) -> str
     texts = []
     for j, part in enumerate(value):
         kind = part.get("type") if isinstance(part, dict) else None
-        if kind not in allowed:
+        if not isinstance(kind, str) or kind not in allowed:
             check.add(loc + (j,), f"a part here must be one of {', '.join(sorted(allowed))}",
                       "invalid_value")
         else:
@@ -208,7 +208,7 @@ def _question(q, loc, check: Checker, max_choices: int, images: Collector):
         check.add(loc, "a question must be an object", "invalid_type")
         return None
     api_kind = q.get("type")
-    if api_kind not in KIND_OF:
+    if not isinstance(api_kind, str) or api_kind not in KIND_OF:
         check.add(loc + ("type",), "question type must be predicate, choice or score",
                   "invalid_value")
         return None

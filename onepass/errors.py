@@ -66,8 +66,36 @@ class ModelNotFound(NotFound):
 
 
 class MethodNotAllowed(OnepassError):
+    """A method the route does not serve (any method, TRACE and CONNECT included)."""
     status = 405
     error_type = "method_not_allowed"
+
+    def __init__(self, message: str, allow: tuple = ()):
+        super().__init__(message)
+        self.allow = allow  # the route's methods, sent as the Allow header
+
+
+class MalformedHttp(OnepassError):
+    """The request's HTTP framing is broken or ambiguous (RFC 9112): answered once, and the
+    connection is closed, since what follows on it cannot be trusted to be a new request."""
+    status = 400
+    error_type = "bad_request"
+
+
+class HeaderTooLarge(MalformedHttp):
+    status = 431
+    error_type = "request_header_fields_too_large"
+
+
+class TargetTooLong(MalformedHttp):
+    status = 414
+    error_type = "uri_too_long"
+
+
+class RequestTimeout(OnepassError):
+    """The client did not send its whole request (head and body) within the client timeout."""
+    status = 408
+    error_type = "request_timeout"
 
 
 class PayloadTooLarge(OnepassError):
@@ -84,6 +112,13 @@ class Overloaded(OnepassError):
     """Too many requests in flight, or still warming up: clients retry after a pause."""
     status = 529
     error_type = "overloaded_error"
+
+
+class ShuttingDown(OnepassError):
+    """SIGTERM: the shim answers what is in flight and takes nothing new; clients retry
+    elsewhere (behind a load balancer, another instance answers)."""
+    status = 503
+    error_type = "service_unavailable"
 
 
 class NotReady(OnepassError):

@@ -1,37 +1,31 @@
 """Long inputs: fit each question's prompt into the context by choosing what of the state it reads.
 
 Owns: the length check (a prompt no longer in UTF-8 bytes than the budget fits, since a token
-covers at least one byte; only longer ones are tokenized), splitting the state into parts
-(paragraphs under their Markdown headings; JSON leaves under their key paths), choosing parts per
-question by BM25 against the question and its options, or head and tail, in original order
-until the prompt fits, and shortening a question that does not fit even with no state.
+covers at least one byte; longer ones are estimated from the state counted once, and counted
+exactly only near the budget), choosing the state's parts (state_parts.py) per question by BM25
+against the question and its options, or head and tail, in original order until the prompt
+fits, shortening a question that does not fit even with no state, and the request's read count.
 Never: changes options, their order or keys; cuts instructions while a state is left to cut.
 In: a Decision, the profile, labels, a token counter and the budget. Out: Reads (each question's
 own state) and a Selection per question that was cut.
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, replace
 
 from .bm25 import BM25, terms
 from .config import STATE_SELECTIONS
-from .decision import Decision, Option, Question, Read, as_text
-from .layout import question_reads, render_state
+from .decision import CHOICE, Decision, Option, Question, Read
+from .errors import PayloadTooLarge
+from .layout import neutral, question_reads, render_state
+from .state_parts import GAP, render, split
 
 BM25_METHOD, HEAD_TAIL = STATE_SELECTIONS
-GAP = "..."  # stands where parts were left out
-MAX_PART_CHARS = 1200  # longer paragraphs are cut into pieces, so one cannot fill the budget
-HEADING = re.compile(r"^#{1,6}\s")
 MAX_ROUNDS = 8  # tokenizer boundaries make the parts' sum an estimate; re-check the real prompt
-
-
-@dataclass(frozen=True)
-class Part:
-    text: str  # what BM25 reads and what a text state shows
-    heads: tuple = ()  # indices of the heading parts above it (text)
-    path: tuple = ()  # a JSON leaf's key path ('[i]' steps are ints)
-    value: object = None  # a JSON leaf's value (a piece of it for a long string)
+MAX_STATE_BYTES = 8 << 20  # a state longer than this is refused (413), never cut
+SEAM_TOKENS = 8  # a state counted alone vs inside a prompt: tokens may merge at its two ends
+QUESTION_CHARS_PER_TOKEN = 16  # a question text beyond this many characters per budget token is
+# cut before it is shortened by counting (a token averages far fewer; this bounds the counting)
 
 
 @dataclass(frozen=True)
@@ -43,21 +37,85 @@ class Selection:
 
 
 def fit(decision: Decision, profile, labels, count, budget: int) -> tuple[list[Read], list]:
-    """Every question's reads, each within `budget` tokens; `count(texts)` -> token counts."""
+    """Every question's reads, each within `budget` tokens; `count(texts)` -> token counts.
+    Work is bounded by the request's size: the state is measured once for all questions (its
+    bytes, then, only if needed, its tokens, parts and BM25 index); a question's prompts are
+    built with the whole state only when they fit, and each distinct text is counted once."""
     opts = decision.layout or profile.layout
-    whole = render_state(decision.state, opts.compact_json)
-    count, extra = _with_images(count, profile.vision if decision.images else None)
+    count, extra = _with_images(_once(count), profile.vision if decision.images else None)
+    whole = Whole(decision, profile, opts, count)
     reads, selections = [], []
     for i, q in enumerate(decision.questions):
-        mine = question_reads(decision, profile, labels, i, q, whole)
-        if max(len(r.prompt.encode()) + extra(r.prompt) for r in mine) > budget:
-            total = max(count([r.prompt for r in mine]))
-            if total > budget:
-                mine, selection = _fit_question(decision, profile, labels, count, budget, i, q,
-                                                total, opts)
-                selections.append(selection)
+        bare = question_reads(decision, profile, labels, i, q, "")
+        longest = max(len(r.prompt.encode()) + extra(r.prompt) for r in bare)
+        if longest + opts.repeat * whole.bytes <= budget:  # a token covers at least a byte
+            reads += question_reads(decision, profile, labels, i, q, whole.text)
+            continue
+        total = max(count([r.prompt for r in bare])) + opts.repeat * whole.tokens
+        slack = SEAM_TOKENS * opts.repeat
+        if total - slack <= budget:
+            mine = question_reads(decision, profile, labels, i, q, whole.text)
+            if total + slack > budget:  # too close to call from the estimate: count exactly
+                total = max(count([r.prompt for r in mine]))
+            if total <= budget:
+                reads += mine
+                continue
+        mine, selection = _fit_question(decision, profile, labels, count, budget, i, q, total,
+                                        opts, whole)
+        selections.append(selection)
         reads += mine
     return reads, selections
+
+
+def num_reads(decision: Decision, profile) -> int:
+    """How many reads layout makes for the decision (a choice listed in K orders as reads: K)."""
+    opts = decision.layout or profile.layout
+    per_choice = opts.orders if opts.orders_as_reads else 1
+    return sum(per_choice if q.kind == CHOICE else 1 for q in decision.questions)
+
+
+class Whole:
+    """The request's state, measured once for every question: its rendering and bytes; its
+    tokens (counted as one text); and, once a question must be cut, its parts, their tokens and
+    a BM25 index over them."""
+
+    def __init__(self, decision: Decision, profile, opts, count):
+        self.state, self.count = decision.state, count
+        self.text = render_state(decision.state, opts.compact_json)
+        vision = profile.vision  # the layout writes client text with image tokens neutralised
+        self.shown = neutral(self.text, vision.reserved) if vision else self.text
+        self.bytes = len(self.shown.encode())
+        if self.bytes > MAX_STATE_BYTES:
+            raise PayloadTooLarge(f"the state is {self.bytes} bytes; this server reads states "
+                                  f"of at most {MAX_STATE_BYTES} bytes (longer ones are cut per "
+                                  "question to fit the maximum context length, up to that size)")
+        self._tokens = self._parts = None
+
+    @property
+    def tokens(self) -> int:
+        if self._tokens is None:
+            self._tokens = self.count([self.shown])[0]
+        return self._tokens
+
+    def parts(self):
+        """(parts, their token counts, a BM25 index or None)."""
+        if self._parts is None:
+            parts = split(self.state)
+            costs = self.count([p.text for p in parts]) if parts else []
+            self._parts = parts, costs, BM25([terms(p.text) for p in parts]) if parts else None
+        return self._parts
+
+
+def _once(count):
+    """count, with each distinct text sent to the tokenizer once per request."""
+    known: dict[str, int] = {}
+
+    def counted(texts: list[str]) -> list[int]:
+        missing = list(dict.fromkeys(t for t in texts if t not in known))
+        if missing:
+            known.update(zip(missing, count(missing)))
+        return [known[t] for t in texts]
+    return counted
 
 
 def _with_images(count, vision):
@@ -71,7 +129,7 @@ def _with_images(count, vision):
     return (lambda texts: [n + extra(t) for n, t in zip(count(texts), texts)]), extra
 
 
-def _fit_question(decision, profile, labels, count, budget, i, q, total, opts):
+def _fit_question(decision, profile, labels, count, budget, i, q, total, opts, whole):
     def prompts(question, state):
         return question_reads(decision, profile, labels, i, question, state, total)
 
@@ -80,13 +138,13 @@ def _fit_question(decision, profile, labels, count, budget, i, q, total, opts):
     method = opts.state_selection
     overhead = longest(prompts(q, ""))
     if overhead > budget:  # even with no state: shorten instructions, then descriptions
-        q = _shorten(q, lambda cand: longest(prompts(cand, "")) <= budget)
+        q = _shorten(q, lambda cand: longest(prompts(cand, "")) <= budget,
+                     QUESTION_CHARS_PER_TOKEN * budget)
         method += "+question_shortened"
         overhead = longest(prompts(q, ""))
     room = max(0, (budget - overhead) // opts.repeat)
-    parts = split(decision.state)
-    costs = count([p.text for p in parts]) if parts else []
-    order = _ranking(parts, q, opts.state_selection)
+    parts, costs, index = whole.parts()
+    order = _ranking(parts, index, q, opts.state_selection)
     for _ in range(MAX_ROUNDS):
         kept = _choose(parts, costs, order, room)
         reads = prompts(q, render(decision.state, parts, kept, opts.compact_json))
@@ -98,91 +156,14 @@ def _fit_question(decision, profile, labels, count, budget, i, q, total, opts):
     return reads, Selection(i, longest(reads), total, method)
 
 
-# -- parts -------------------------------------------------------------------------------
-def split(state) -> list[Part]:
-    """Text: paragraphs (blank-line separated), Markdown headings as their own parts heading what
-    follows; JSON: one part per leaf, `path: value`. Long pieces are cut to MAX_PART_CHARS."""
-    if isinstance(state, str):
-        return _split_text(state)
-    parts: list[Part] = []
-    _leaves(state, (), parts)
-    return parts
-
-
-def _split_text(text: str) -> list[Part]:
-    parts, stack = [], []  # stack: (level, part index) of the headings in force
-    for block in re.split(r"\n\s*\n", text):
-        if not block.strip():
-            continue
-        for line_block in _heading_blocks(block):
-            if HEADING.match(line_block):
-                level = len(line_block) - len(line_block.lstrip("#"))
-                stack = [(lv, ix) for lv, ix in stack if lv < level]
-                parts.append(Part(line_block, tuple(ix for _, ix in stack)))
-                stack.append((level, len(parts) - 1))
-                continue
-            heads = tuple(ix for _, ix in stack)
-            parts += [Part(piece, heads) for piece in _pieces(line_block)]
-    return parts
-
-
-def _heading_blocks(block: str) -> list[str]:
-    """A heading line is its own part even without a blank line after it."""
-    out, current = [], []
-    for line in block.split("\n"):
-        if HEADING.match(line):
-            if current:
-                out.append("\n".join(current))
-            out.append(line)
-            current = []
-        else:
-            current.append(line)
-    if current:
-        out.append("\n".join(current))
-    return out
-
-
-def _pieces(text: str) -> list[str]:
-    """Cut at the last whitespace before MAX_PART_CHARS (or hard, for text without any)."""
-    out = []
-    while len(text) > MAX_PART_CHARS:
-        cut = text.rfind(" ", MAX_PART_CHARS // 2, MAX_PART_CHARS)
-        cut = cut if cut > 0 else MAX_PART_CHARS
-        out.append(text[:cut])
-        text = text[cut:].lstrip(" ")
-    return out + [text] if text else out
-
-
-def _leaves(value, path, parts) -> None:
-    if isinstance(value, dict) and value:
-        for key, child in value.items():
-            _leaves(child, path + (key,), parts)
-    elif isinstance(value, list) and value:
-        for j, child in enumerate(value):
-            _leaves(child, path + (j,), parts)
-    else:
-        shown = _path_text(path)
-        if isinstance(value, str) and len(value) > MAX_PART_CHARS:
-            parts += [Part(f"{shown}: {piece}", (), path, piece) for piece in _pieces(value)]
-        else:
-            parts.append(Part(f"{shown}: {as_text(value)}", (), path, value))
-
-
-def _path_text(path) -> str:
-    out = ""
-    for step in path:
-        out += f"[{step}]" if isinstance(step, int) else (f".{step}" if out else str(step))
-    return out or "(value)"
-
-
 # -- choosing ----------------------------------------------------------------------------
-def _ranking(parts, q: Question, method: str) -> list[int]:
+def _ranking(parts, index, q: Question, method: str) -> list[int]:
     """Part indices in the order they are taken: by BM25 score (ties and unmatched parts in
     original order), or, with head_tail or when nothing matches, head and tail alternately."""
     if method == BM25_METHOD and parts:
         query = terms(" ".join([q.instructions or ""] + [o.key + " " + (o.text or "")
                                                           for o in q.options]))
-        scores = BM25([terms(p.text) for p in parts]).scores(query)
+        scores = index.scores(query)
         if any(s > 0 for s in scores):
             return sorted(range(len(parts)), key=lambda j: (-scores[j], j))
     head, tail, out = 0, len(parts) - 1, []
@@ -207,49 +188,14 @@ def _choose(parts, costs, order, room: int) -> set[int]:
     return kept
 
 
-def render(state, parts, kept: set[int], compact: bool) -> str:
-    """The kept parts in original order; a GAP line where parts were left out."""
-    if not kept:
-        return GAP
-    if isinstance(state, str):
-        lines, last = [], -1
-        for j in sorted(kept):
-            if j != last + 1:
-                lines.append(GAP)
-            lines.append(parts[j].text)
-            last = j
-        if last != len(parts) - 1:
-            lines.append(GAP)
-        return "\n\n".join(lines)
-    pruned = _prune(state, [parts[j] for j in sorted(kept)])
-    text = render_state(pruned, compact)
-    return text if len(kept) == len(parts) else text + "\n" + GAP
-
-
-def _prune(state, leaves: list[Part]):
-    """The JSON with only the kept leaves (and so their parents), in original order; a long
-    string kept in pieces shows them joined by a gap line."""
-    pieces: dict = {}
-    for leaf in leaves:
-        pieces.setdefault(leaf.path, []).append(leaf.value)
-    prefixes = {path[:k] for path in pieces for k in range(len(path) + 1)}
-
-    def walk(node, path):
-        if path in pieces:
-            whole = pieces[path]
-            return node if not isinstance(node, str) or whole == [node] else \
-                f" {GAP} ".join(whole)
-        items = node.items() if isinstance(node, dict) else enumerate(node)
-        kept = [(k, walk(v, path + (k,))) for k, v in items if path + (k,) in prefixes]
-        return dict(kept) if isinstance(node, dict) else [v for _, v in kept]
-    return walk(state, ())
-
-
 # -- a question too long on its own --------------------------------------------------------
-def _shorten(q: Question, fits) -> Question:
+def _shorten(q: Question, fits, max_chars: int) -> Question:
     """Halve the instructions, then every option description, until `fits`; option keys, their
-    order and the answer labels stay. Returns the shortest tried if nothing fits."""
-    text = q.instructions or ""
+    order and the answer labels stay. Returns the shortest tried if nothing fits. Texts longer
+    than max_chars are cut to it first, so the counting is bounded by the budget."""
+    q = replace(q, options=tuple(Option(o.key, o.text[:max_chars] + " " + GAP)
+                                 if o.text and len(o.text) > max_chars else o for o in q.options))
+    text = (q.instructions or "")[:max_chars]
     while text and not fits(replace(q, instructions=text + " " + GAP)):
         text = text[:len(text) // 2]
     q = replace(q, instructions=(text + " " + GAP) if text else None) \

@@ -75,7 +75,7 @@ class Collector:
             self.check.add(loc, "images must be an array of images", "list_type")
             return
         for i, item in enumerate(raw):
-            if isinstance(item, dict) and item.get("type") in PART_TYPES:
+            if isinstance(item, dict) and _is_part_type(item.get("type")):
                 self.url(_part_url(item), (*loc, i))
             elif isinstance(item, str) and _url_kind(item) is None:
                 self.add("base64", item, (*loc, i))
@@ -87,7 +87,7 @@ class Collector:
         part replaced by its `[image N]` label; object keys are never touched. Question texts
         take no parts: a choice may well have options named `type` and `image_url`."""
         if isinstance(value, dict):
-            if parts and value.get("type") in PART_TYPES and "image_url" in value:
+            if parts and _is_part_type(value.get("type")) and "image_url" in value:
                 return self.url(_part_url(value), loc) or ""
             return {k: self.in_state(v, (*loc, k), parts) for k, v in value.items()}
         if isinstance(value, list):
@@ -185,6 +185,10 @@ def _url_kind(text: str) -> str | None:
     if head.startswith("data:"):
         return "data_url"
     return "link" if head.startswith(("https://", "http://")) else None
+
+
+def _is_part_type(kind) -> bool:
+    return isinstance(kind, str) and kind in PART_TYPES  # any JSON value may stand there
 
 
 def _part_url(part: dict):

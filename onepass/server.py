@@ -1,38 +1,34 @@
-"""HTTP server: routing, auth, limits, readiness and the one error renderer.
+"""The service behind the HTTP edge: routing, auth, limits, readiness and the one error renderer.
 
-Owns: the request path (decide), routes, API-key checks, in-flight limit, /health and
-warm-up state, response headers (request id, JSON content type), access logs without bodies.
-Never: validates API fields, builds prompts or computes probabilities (the stages do).
-In: HTTP requests. Out: HTTP responses in the contract's shapes.
+Owns: judging a request from its head (route, method, key, draining, warm-up, in-flight slots),
+the request path (decide), /health and warm-up state, and rendering every error.
+Never: touches sockets or HTTP framing (connections.py and framing.py do), validates API fields,
+builds prompts or computes probabilities (the stages do).
+In: a request's method, path, headers and then its body. Out: (status, doc) in the contract's shapes.
 """
 from __future__ import annotations
 
-import hmac
 import json
 import logging
 import math
 import re
-import sys
-import threading
 import time
-import uuid
 from dataclasses import replace
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from . import decisions, fetch, fitting, image_inputs, readout, systemone, transport
+from . import admission, decisions, fetch, fitting, image_inputs, readout, systemone, transport
 from .config import (MAX_REPEAT, Calibration, ConfigError, Layout, Settings, check_calibration,
                      check_layout)
 from .decision import CAUSAL, NOUL, TWO_WAY, Decision, Outcome
 from .engine import Engine
-from .errors import (AuthInvalid, AuthMissing, BadRequest, EngineUnavailable, InvalidRequest,
-                     MethodNotAllowed, NotFound, NotReady, OnepassError, Overloaded, Problem)
+from .errors import (BadRequest, EngineUnavailable, InvalidRequest,
+                     MethodNotAllowed, NotFound, NotReady, OnepassError, Overloaded, Problem,
+                     ShuttingDown)
 from .probes import GuardFailed, run_guard, two_way_live
 from .warmup import warmup_bodies
 
 log = logging.getLogger("onepass")
 WARMING, READY, FAILED = "warming", "ready", "failed"
-CLIENT_GONE = (TimeoutError, ConnectionError)  # a client that stalled or left: nothing to answer
 ROUTES = {"/health": ("GET",), "/v1/models": ("GET",), "/v1/systemone": ("POST",),
           "/systemone": ("POST",), "/v1/decisions": ("POST",), "/decisions": ("POST",)}
 # The two APIs: each adapter module has parse(body, **limits) -> (Decision, meta),
@@ -62,7 +58,7 @@ class Service:
         self.max_len = self.profile.max_model_len  # the served context, learnt at start-up
         self.two_way_budget = None  # the plugin's one-step budget, learnt from its first refusal
         self.phase, self.reason = WARMING, "waiting for vLLM"
-        self.slots = threading.BoundedSemaphore(settings.max_in_flight)
+        self.slots = admission.Slots(settings.max_in_flight)
 
     def decide(self, raw: bytes, headers, api=systemone) -> dict:
         """The request path for either API, one line per stage."""
@@ -82,7 +78,7 @@ class Service:
         read uncertain choice and score questions a second time with the request written
         twice, blended 2:1 (first:second)."""
         calibration, opts = self.calibration(decision), decision.layout or self.profile.layout
-        reads, selections, results = self.read(decision)
+        reads, selections, results = self.read(decision, self.settings.max_reads)
         probs = readout.probabilities(decision, reads, results, calibration, opts.shrink)
         unsure = [i for i, (q, p) in enumerate(zip(decision.questions, probs))
                   if q.kind != NOUL and max(p) < calibration.reread_below]
@@ -91,8 +87,8 @@ class Service:
             again = replace(decision, questions=tuple(decision.questions[i] for i in unsure),
                             layout=replace(opts, repeat=min(MAX_REPEAT, 2 * opts.repeat)))
             try:
-                more_reads, _, more = self.read(again)
-            except InvalidRequest:  # the doubled question cannot fit: the first answer stands
+                more_reads, _, more = self.read(again, self.settings.max_reads - len(reads))
+            except InvalidRequest:  # it cannot fit, or more reads than allowed: the first stands
                 return readout.outcome(decision, probs, results, 0, calibration.reread_below,
                                        reads, selections)
             second = readout.probabilities(again, more_reads, more, calibration, opts.shrink)
@@ -102,10 +98,15 @@ class Service:
         return readout.outcome(decision, probs, results, rereads, calibration.reread_below,
                                reads, selections)
 
-    def read(self, decision: Decision):
+    def read(self, decision: Decision, max_reads: int):
         """(reads, selections, results): every question fitted into the context, then read. A
         two-way read refused for the plugin's one-step budget teaches the shim that budget; the
-        question is then fitted to it and read again."""
+        question is then fitted to it and read again. More than max_reads reads is a 422."""
+        needed = fitting.num_reads(decision, self.profile)
+        if needed > max_reads:
+            raise InvalidRequest([Problem(("questions",), f"this request needs {needed} reads of "
+                                          f"the model; this server makes at most "
+                                          f"{self.settings.max_reads} per request", "too_long")])
         for _ in range(2):
             budget = self.max_len - 1  # the one token to read follows the prompt
             if decision.attention_mode == TWO_WAY and self.two_way_budget:
@@ -195,15 +196,22 @@ class Service:
         self.phase, self.reason = FAILED, reason
         log.error("%s", reason)
 
-    def health(self, query: str) -> tuple[int, dict]:
+    def health(self, query: str, authorized: bool) -> tuple[int, dict]:
+        """The status codes a load balancer needs for anyone; the model and the reason for a
+        state only for a caller with the key (auth off: anyone), and always in the local log."""
         if "live=1" in query.split("&"):
             return 200, {"status": "live"}
+        if self.slots.closed:
+            return 503, {"status": "draining", "warming": False, "draining": True}
         if self.phase == READY:
-            return 200, {"status": "ok", "warming": False, "model": self.profile.model_name,
-                         "profile": self.settings.profile,
-                         "attention_modes": [CAUSAL, TWO_WAY] if self.two_way else [CAUSAL],
-                         "default_attention_mode": self.profile.attention_mode}
-        return 503, {"status": self.phase, "warming": self.phase == WARMING, "reason": self.reason}
+            doc = {"status": "ok", "warming": False, "draining": False}
+            if authorized:
+                doc.update(model=self.profile.model_name, profile=self.settings.profile,
+                           attention_modes=[CAUSAL, TWO_WAY] if self.two_way else [CAUSAL],
+                           default_attention_mode=self.profile.attention_mode)
+            return 200, doc
+        doc = {"status": self.phase, "warming": self.phase == WARMING, "draining": False}
+        return 503, {**doc, "reason": self.reason} if authorized else doc
 
     def models(self) -> dict:
         p = self.profile
@@ -211,39 +219,39 @@ class Service:
                             "release_date": p.release_date}
                            for name in (p.model_name, *p.aliases)]}
 
-    # -- dispatch ---------------------------------------------------------------------
-    def route(self, method: str, path: str, query: str, headers, raw: bytes) -> tuple[int, dict]:
+    # -- judging a request from its head ---------------------------------------------------
+    def admit(self, method: str, path: str, query: str, headers) -> tuple[int | None, object]:
+        """A request judged before its body is read: (status, doc) when it is answered now, or
+        (None, adapter) when its body is to be read and decided; an in-flight slot is then
+        taken (self.slots.give() returns it). Refusals raise, so no body is read for them."""
         if path not in ROUTES:
             raise NotFound(f"no route {path}")
         if method not in ROUTES[path]:
-            raise MethodNotAllowed(f"{path} takes {', '.join(ROUTES[path])}, not {method}")
+            raise MethodNotAllowed(f"{path} takes {', '.join(ROUTES[path])}, not {method}",
+                                   ROUTES[path])
+        key, authorization = self.settings.api_key, headers.get("Authorization")
         if path == "/health":
-            return self.health(query)
-        self.check_auth(headers.get("Authorization"))
+            return self.health(query, admission.authorized(key, authorization))
+        if self.slots.closed:
+            raise self.shutting_down()
+        admission.check_auth(key, authorization)
         if path == "/v1/models":
             return 200, self.models()
         if self.phase == FAILED:
             raise NotReady(self.reason)
         if self.phase == WARMING:
             raise Overloaded(f"warming up ({self.reason}); retry shortly", retry_after_ms=1000)
-        if not self.slots.acquire(blocking=False):
+        if not self.slots.take():
+            if self.slots.closed:
+                raise self.shutting_down()
             raise Overloaded(f"more than {self.settings.max_in_flight} requests in flight",
                              retry_after_ms=200)
-        try:
-            return 200, self.decide(raw, headers, ADAPTERS[path])
-        finally:
-            self.slots.release()
+        return None, ADAPTERS[path]
 
-    def check_auth(self, authorization: str | None) -> None:
-        key = self.settings.api_key
-        if not key:
-            return  # auth off: any Authorization header, or none, is accepted
-        if not authorization:
-            raise AuthMissing("missing API key: send Authorization: Bearer <key>")
-        scheme, _, token = authorization.partition(" ")
-        if scheme.lower() != "bearer" or not hmac.compare_digest(token.strip().encode(),
-                                                                 key.encode()):
-            raise AuthInvalid("invalid API key")
+    @staticmethod
+    def shutting_down() -> ShuttingDown:
+        return ShuttingDown("this server is shutting down and takes no new requests; retry "
+                            "(another instance answers)", retry_after_ms=1000)
 
 
 def render_error(err: OnepassError, path: str = "") -> tuple[int, dict, dict]:
@@ -253,93 +261,6 @@ def render_error(err: OnepassError, path: str = "") -> tuple[int, dict, dict]:
     if err.retry_after_ms is not None:
         headers = {"retry-after-ms": str(err.retry_after_ms),
                    "Retry-After": str(max(1, math.ceil(err.retry_after_ms / 1000)))}
+    if isinstance(err, MethodNotAllowed):
+        headers["Allow"] = ", ".join(err.allow)
     return (*ADAPTERS.get(path, systemone).render_error(err), headers)
-
-
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server_version = "onepass"
-    sys_version = ""
-
-    def do_GET(self):
-        self._dispatch("GET")
-
-    def do_POST(self):
-        self._dispatch("POST")
-
-    do_PUT = do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = lambda self: self._dispatch(
-        self.command)
-
-    def _dispatch(self, method: str) -> None:
-        started, request_id = time.monotonic(), "req_" + uuid.uuid4().hex
-        path, _, query = self.path.partition("?")
-        try:
-            status, doc, extra = self._answer(method, path, query, request_id)
-        except CLIENT_GONE:
-            self.close_connection = True
-            log.info("%s %s dropped: the client sent no complete request (%s)", method, path,
-                     request_id)
-            return
-        self._send(status, doc, request_id, extra)
-        log.info("%s %s %d %.1fms %s", method, path, status,
-                 (time.monotonic() - started) * 1000, request_id)
-
-    def _answer(self, method: str, path: str, query: str, request_id: str):
-        service: Service = self.server.service
-        try:
-            raw = transport.read_body(self.headers, self.rfile, service.settings.max_body_bytes)
-            status, doc = service.route(method, path, query, self.headers, raw)
-            mode = doc.get("x_attention_mode")
-            return status, doc, {"x-onepass-attention-mode": mode} if mode else {}
-        except OnepassError as e:
-            self.close_connection = self.close_connection or e.status == 413  # body unread
-            return render_error(e, path)
-        except CLIENT_GONE:
-            raise
-        except Exception:  # a bug, never bad input: log it, answer a generic 500
-            log.exception("internal error on %s %s (%s)", method, path, request_id)
-            return render_error(OnepassError("internal error; see the server log"), path)
-
-    def _send(self, status: int, doc: dict, request_id: str, extra: dict) -> None:
-        payload = json.dumps(doc, ensure_ascii=False, allow_nan=False).encode("utf-8")
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        self.send_header("x-typesafe-request-id", request_id)
-        self.send_header("x-request-id", request_id)
-        for name, value in extra.items():
-            self.send_header(name, value)
-        if self.close_connection:
-            self.send_header("Connection", "close")
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(payload)
-
-    def send_error(self, code, message=None, explain=None):
-        """Malformed HTTP (bad request line, oversized headers) still gets a JSON body."""
-        self.close_connection = True
-        self.request_version = "HTTP/1.1"  # unparsed requests default to 0.9: no status line
-        err = OnepassError(message or "malformed HTTP request")
-        err.status, err.error_type = code, "bad_request" if code < 500 else "internal_error"
-        self._send(code, systemone.render_error(err)[1], "req_" + uuid.uuid4().hex, {})
-
-    def log_message(self, fmt, *args):  # access lines come from _dispatch, without bodies
-        pass
-
-
-class Server(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-    request_queue_size = 128  # the default backlog of 5 resets bursts of parallel clients
-
-    def handle_error(self, request, client_address):
-        """A client that resets or stalls is routine; anything else is logged with its trace."""
-        if isinstance(sys.exc_info()[1], CLIENT_GONE):
-            log.info("connection from %s ended early", client_address[0])
-        else:
-            log.exception("unexpected error serving %s", client_address[0])
-
-    def __init__(self, service: Service):
-        self.service = service
-        handler = type("TimedHandler", (Handler,), {"timeout": service.settings.client_timeout_s})
-        super().__init__((service.settings.host, service.settings.port), handler)

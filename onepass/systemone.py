@@ -58,7 +58,8 @@ def parse(body, *, max_choice_options: int, max_questions: int, resolve_model, r
     labels = collector.assets(body.get("assets"), files or {})
     if labels:
         raw = _question_texts(raw, lambda v, _: replace_placeholders(v, labels))
-    ids, questions = _questions(raw, check, max_choice_options, max_questions)
+    ids, questions = _questions(raw, check, max_choice_options, max_questions) \
+        if "questions" in body else ([], [])
     return finish(check, body, model=model, state=replace_placeholders(state, labels),
                   questions=questions, resolve_model=resolve_model, resolve_mode=resolve_mode,
                   resolve_options=resolve_options, collector=collector,
@@ -76,8 +77,6 @@ def _question_texts(raw, fn):
 
 
 def _questions(raw, check, max_choice_options, max_questions):
-    if raw is None:
-        return [], []
     if not isinstance(raw, dict):
         check.add(("questions",), "questions must be an object of id -> question", "dict_type")
         return [], []

@@ -1,14 +1,15 @@
-"""Transport: a request body off the socket, decoded and parsed as JSON, within limits.
+"""Transport: a request body (framing.py read it off the socket) decoded and parsed as JSON.
 
-Owns: Content-Length and chunked reading, Content-Encoding (gzip, deflate, zstd) with a cap on
-the decoded size, Content-Type checks, strict JSON parsing (no NaN, bounded nesting), and
-multipart/form-data (the JSON in a part named `request`, image files in the others).
+Owns: Content-Encoding (gzip, deflate, zstd; whole streams only) with a cap on the decoded size,
+Content-Type checks, strict JSON parsing (no NaN, no number beyond a float, no lone surrogate,
+bounded nesting), and multipart/form-data (the JSON in a part named `request`, images in others).
 Never: interprets the JSON (the adapters do) or logs body bytes.
-In: the handler's headers and rfile. Out: a JSON value, or a typed error.
+In: the body bytes and its headers. Out: a JSON value, or a typed error.
 """
 from __future__ import annotations
 
 import json
+import re
 import zlib
 
 from .errors import InvalidRequest, PayloadTooLarge, Problem, UnsupportedMediaType
@@ -21,49 +22,18 @@ except ImportError:
     except ImportError:
         _zstd = None
 
+MAX_CODINGS = 2  # content codings applied on top of each other (each is bounded anyway)
+MAX_JSON_DEPTH = 100  # objects and arrays inside one another: the stages walk them recursively
+SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 ZSTD_HOWTO = ("this server cannot decode zstd request bodies: run it on Python 3.14+ or install "
               "backports.zstd beside it, or send the body uncompressed")
-
-
-def read_body(headers, rfile, max_body_bytes: int) -> bytes:
-    """The raw body; refuses sizes over the limit before reading them."""
-    if "chunked" in headers.get("Transfer-Encoding", "").lower():
-        return _read_chunked(rfile, max_body_bytes)
-    try:
-        length = int(headers.get("Content-Length") or 0)
-    except ValueError:
-        raise InvalidRequest([Problem((), "Content-Length is not a number", "value_error")])
-    if length < 0:
-        raise InvalidRequest([Problem((), "Content-Length is negative", "value_error")])
-    if length > max_body_bytes:
-        raise PayloadTooLarge(f"the body is {length} bytes; this server accepts at most "
-                              f"{max_body_bytes} bytes per request")
-    return rfile.read(length)
-
-
-def _read_chunked(rfile, max_body_bytes: int) -> bytes:
-    parts, total = [], 0
-    while True:
-        line = rfile.readline(1024)
-        try:
-            size = int(line.split(b";", 1)[0].strip(), 16)
-        except ValueError:
-            raise InvalidRequest([Problem((), "malformed chunked body", "value_error")]) from None
-        if size == 0:
-            while rfile.readline(1024).strip():  # trailers
-                pass
-            return b"".join(parts)
-        total += size
-        if total > max_body_bytes:
-            raise PayloadTooLarge(f"the body exceeds this server's limit of {max_body_bytes} "
-                                  "bytes per request")
-        parts.append(rfile.read(size))
-        rfile.readline(1024)
 
 
 def decode(body: bytes, content_encoding: str, max_decoded_bytes: int) -> bytes:
     """Undo Content-Encoding (applied in order, so undone in reverse)."""
     codings = [c.strip().lower() for c in content_encoding.split(",") if c.strip()]
+    if len(codings) > MAX_CODINGS:
+        raise UnsupportedMediaType(f"at most {MAX_CODINGS} content codings, got {len(codings)}")
     for coding in reversed(codings):
         if coding == "identity":
             continue
@@ -88,6 +58,12 @@ def _bounded(decompressor, data: bytes, limit: int, error) -> bytes:
                                       "value_error")]) from None
     if len(out) > limit:
         raise PayloadTooLarge(f"the decoded body exceeds this server's limit of {limit} bytes")
+    if not decompressor.eof:  # gzip's checksum trailer, zlib's and zstd's end: all required
+        raise InvalidRequest([Problem((), "the compressed body is truncated: its end (and "
+                                      "checksum) is missing", "value_error")])
+    if decompressor.unused_data:
+        raise InvalidRequest([Problem((), "bytes follow the end of the compressed body",
+                                      "value_error")])
     return out
 
 
@@ -161,11 +137,38 @@ def parse_json(body: bytes, content_type: str):
         raise UnsupportedMediaType(f"Content-Type {media!r} is not supported here; "
                                    "send application/json")
     try:
-        return json.loads(body.decode("utf-8"), parse_constant=_no_constants)
+        text = body.decode("utf-8")
+        value = json.loads(text, parse_constant=_no_constants, parse_float=_finite)
+        if _depth_over(value, MAX_JSON_DEPTH):
+            raise RecursionError
+        if SURROGATE_ESCAPE.search(text):  # only an escape can make one: check the strings
+            json.dumps(value, ensure_ascii=False).encode("utf-8")
+        return value
     except UnicodeDecodeError as e:
-        msg, kind = f"the body is not UTF-8: {e.reason} at byte {e.start}", "json_invalid"
+        msg = f"the body is not UTF-8: {e.reason} at byte {e.start}"
+    except UnicodeEncodeError:
+        msg = "the JSON has a lone surrogate escape (\\ud800-\\udfff outside a pair)"
     except RecursionError:
-        msg, kind = "the JSON is nested too deeply", "json_invalid"
+        msg = f"the JSON is nested too deeply (at most {MAX_JSON_DEPTH} levels)"
     except ValueError as e:
-        msg, kind = f"JSON decode error: {e}", "json_invalid"
-    raise InvalidRequest([Problem((), msg, kind)])
+        msg = f"JSON decode error: {e}"
+    raise InvalidRequest([Problem((), msg, "json_invalid")])
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise ValueError(f"the number {text[:20]} is out of range for a float")
+    return value
+
+
+def _depth_over(value, limit: int) -> bool:
+    """Objects and arrays nested more than `limit` deep (iterative: any depth is safe here)."""
+    stack = [(value, 1)] if isinstance(value, (dict, list)) else []
+    while stack:
+        node, depth = stack.pop()
+        children = node.values() if isinstance(node, dict) else node
+        if depth > limit:
+            return True
+        stack.extend((c, depth + 1) for c in children if isinstance(c, (dict, list)))
+    return False

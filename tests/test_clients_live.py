@@ -22,8 +22,15 @@ def test_typesafe_sdk_system_one_and_models(stack):
         assert r.request_id.startswith("req_")
         assert r.raw_http_response.request.headers.get("content-encoding") == "zstd"
         assert 0 <= r.nouls["refund"].noul <= 1
-        assert r.choices["team"].choice in ("billing", "tech")
-        assert 0 <= r.scores["anger"].score <= 2
+        team, anger = r.choices["team"], r.scores["anger"]
+        # the answer is the most likely option, its score the expected level (the contract's
+        # definitions), as the SDK parsed them
+        assert set(team.probabilities) == {"billing", "tech"}
+        assert team.choice == max(team.probabilities, key=team.probabilities.get)
+        assert abs(sum(team.probabilities.values()) - 1) < 1e-6
+        assert {int(k): v for k, v in anger.legend.items()} == {0: "Calm", 1: "Annoyed",
+                                                                 2: "Furious"}
+        assert abs(anger.score - sum(int(k) * p for k, p in anger.probabilities.items())) < 1e-9
         assert isinstance(r.usage.input_tokens, int) and r.usage.input_tokens > 0
         names = [m.name for m in client.models.list().models]
         assert "jev-latest" in names and "onepass-smollm2-135m-instruct" in names
@@ -43,3 +50,21 @@ def test_sixteen_parallel_requests(stack):
         assert abs(doc["answers"]["refund"]["noul"] - want["refund"]["noul"]) <= 0.02
         for k, p in want["team"]["probabilities"].items():
             assert abs(doc["answers"]["team"]["probabilities"][k] - p) <= 0.02
+
+
+def test_load_bench_short_run(stack):
+    """bench/load.py: 8 clients for 6 s against the stack: every request answered (exit 0),
+    valid ones 200, invalid ones 422 or 404, oversized ones 413, the shim's RSS read."""
+    import json
+    import subprocess
+    import sys
+    from conftest import ROOT
+    out = subprocess.run([sys.executable, str(ROOT / "bench" / "load.py"), stack.url,
+                          "--clients", "8", "--minutes", "0.1"], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stdout + out.stderr
+    report = json.loads(out.stdout.strip().splitlines()[-1])
+    statuses = report["by_status"]
+    assert statuses.get("valid 200", 0) > 0 and statuses.get("oversized 413", 0) > 0, statuses
+    assert set(statuses) <= {"valid 200", "invalid 422", "invalid 404", "oversized 413"}, statuses
+    assert report["no_response"] == 0 and report["shim_rss_mib"]["end"] > 0

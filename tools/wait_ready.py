@@ -48,8 +48,9 @@ def main() -> int:
                     return 0
         except urllib.error.HTTPError as e:
             doc = json.loads(e.read() or b"{}")
-            if doc.get("status") == "failed":
-                print(f"the shim's start-up check failed: {doc.get('reason')}", file=sys.stderr)
+            if doc.get("status") == "failed":  # with auth on, the reason is in the shim's log only
+                why = doc.get("reason") or tail(os.path.join(log_dir, "shim.log"), 3)
+                print(f"the shim's start-up check failed: {why}", file=sys.stderr)
                 return 1
             if doc.get("reason") != last:
                 last = doc.get("reason", "")

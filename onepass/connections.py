@@ -1,0 +1,259 @@
+"""HTTP connections: a thread per client connection, under a cap, each request judged from its
+head before its body is read, within one deadline, and the drain on SIGTERM.
+
+Owns: the per-connection request loop, response bytes, closing without resetting an unread
+response, access log lines (method, escaped path, status, time, request id: never bodies or
+keys), and drain-then-stop; conn_table.py holds the cap on open connections.
+Never: validates API fields or decides (server.Service does), or parses framing (framing.py).
+"""
+from __future__ import annotations
+
+import email.utils
+import errno
+import http
+import io
+import json
+import logging
+import re
+import socket
+import socketserver
+import sys
+import threading
+import time
+import uuid
+
+from . import framing
+from .conn_table import IDLE, READING, WORKING, Conn, Table, fit_descriptors
+from .errors import MalformedHttp, OnepassError, Overloaded, RequestTimeout
+from .server import Service, render_error
+
+log = logging.getLogger("onepass")
+CLIENT_GONE = (TimeoutError, ConnectionError)  # a client that stalled or left
+LINGER_S, LINGER_BYTES = 2.0, 1 << 20  # after a refusal: drop what still arrives, this much
+QUIET_S, QUIET_WAIT_S = 0.3, 5.0  # at exit: a connection idle this long has no request coming
+
+
+def response(status: int, doc: dict, request_id: str, extra: dict, close: bool,
+             head_only: bool = False) -> bytes:
+    payload = json.dumps(doc, ensure_ascii=False, allow_nan=False).encode("utf-8")
+    phrase = http.HTTPStatus(status).phrase if status in http.HTTPStatus._value2member_map_ \
+        else "Overloaded"
+    lines = [f"HTTP/1.1 {status} {phrase}", "Server: onepass",
+             f"Date: {email.utils.formatdate(usegmt=True)}", "Content-Type: application/json",
+             f"Content-Length: {len(payload)}", f"x-typesafe-request-id: {request_id}",
+             f"x-request-id: {request_id}", *(f"{k}: {v}" for k, v in extra.items())]
+    if close:
+        lines.append("Connection: close")
+    return "\r\n".join(lines).encode("latin-1") + b"\r\n\r\n" + (b"" if head_only else payload)
+
+
+def printable(text: str, limit: int = 200) -> str:
+    """For log lines: control characters and non-ASCII escaped, long text cut."""
+    text = text[:limit].encode("ascii", "backslashreplace").decode("ascii")
+    return re.sub(r"[\x00-\x1f\x7f]", lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def linger_close(sock, linger: bool) -> None:
+    """Close after the response has left. With unread input (a refused body, requests after a
+    framing error) close() alone would send RST, which can destroy the response before the
+    client reads it: stop sending, drop what still arrives for a moment, then close."""
+    try:
+        sock.shutdown(socket.SHUT_WR)
+        deadline, dropped = time.monotonic() + LINGER_S, 0
+        while linger and dropped < LINGER_BYTES and time.monotonic() < deadline:
+            sock.settimeout(max(0.01, deadline - time.monotonic()))
+            data = sock.recv(65536)
+            if not data:
+                break
+            dropped += len(data)
+    except OSError:
+        pass  # the client left first
+    finally:
+        sock.close()
+
+
+class Handler(socketserver.BaseRequestHandler):
+    server: "Server"
+
+    def setup(self):
+        s = self.server.service.settings
+        # evicted before this thread began: an untracked record; its socket reads EOF at once
+        self.conn = self.server.table.open.get(self.request) or Conn(self.request)
+        self.reader = framing.DeadlineReader(self.request, s.keepalive_timeout_s,
+                                             s.client_timeout_s)
+        self.rfile = io.BufferedReader(self.reader, 65536)
+        self.closing = self.linger = False
+
+    def handle(self):
+        while not self.closing:
+            self.conn.set(IDLE)
+            self.reader.end()
+            try:
+                if not self.rfile.peek(1):
+                    return  # the client (or an eviction) closed an idle connection
+            except (*CLIENT_GONE, OSError):
+                return  # idle past the keep-alive timeout, or reset: nothing is owed
+            self.reader.begin()
+            self.conn.set(READING)
+            self.one_request()
+
+    def finish(self):
+        self.server.table.remove(self.request)
+        linger_close(self.request, self.linger)
+
+    def one_request(self) -> None:
+        started, request_id = time.monotonic(), "req_" + uuid.uuid4().hex
+        method, path, service = "-", "", self.server.service
+        try:
+            head = framing.read_head(self.rfile)
+            if head is None:
+                self.closing = True
+                return
+            method, (path, _, query) = head.method, head.target.partition("?")
+            self.closing = not head.keep_alive
+            status, doc, extra = self.answer(head, path, query)
+        except (MalformedHttp, TimeoutError) as e:  # a broken or late head or body
+            err = e if isinstance(e, MalformedHttp) else RequestTimeout(
+                f"the request was not complete within {service.settings.client_timeout_s} s")
+            self.closing = self.linger = True
+            status, doc, extra = render_error(err, path)
+        except (ConnectionError, OSError):
+            self.closing = True
+            if not self.conn.evicted:
+                log.info("%s %s dropped: the client sent no complete request (%s)", method,
+                         printable(path), request_id)
+                return
+            status, doc, extra = render_error(Overloaded(
+                f"this server has its {self.server.table.limit} connections open; this one "
+                "sent its request the slowest and was closed", retry_after_ms=1000), path)
+        self.closing = self.closing or service.slots.closed  # draining: clients move on
+        self.send(method, status, doc, request_id, extra)
+        log.info("%s %s %d %.1fms %s", method, printable(path), status,
+                 (time.monotonic() - started) * 1000, request_id)
+
+    def answer(self, head: framing.Head, path: str, query: str) -> tuple[int, dict, dict]:
+        """Judge the head; only an admitted request has its body read, then decided."""
+        service, limit, unread, reading = self.server.service, 0, 0, False
+        try:
+            unread = framing.body_length(head)
+            status, adapter = service.admit(head.method, path, query, head.fields)
+            if status is not None:
+                return status, adapter, {}
+            try:
+                limit = service.settings.max_body_bytes
+                framing.check_length(unread, limit)
+                if unread and "100-continue" in head.fields.tokens("expect") and not head.http10:
+                    self.request.sendall(b"HTTP/1.1 100 Continue\r\n\r\n")
+                reading = True
+                raw = framing.read_body(self.rfile, unread, limit)
+                reading, unread = False, 0
+                self.reader.end()  # answering is bounded by the engine timeouts, not this one
+                self.conn.set(WORKING)
+                doc = service.decide(raw, head.fields, adapter)
+            finally:
+                service.slots.give()
+            mode = doc.get("x_attention_mode")
+            return 200, doc, {"x-onepass-attention-mode": mode} if mode else {}
+        except OnepassError as e:
+            if isinstance(e, MalformedHttp):
+                raise
+            return render_error(e, path)
+        except Exception as e:
+            if reading and isinstance(e, CLIENT_GONE):
+                raise  # the client stalled or left mid-body
+            # a bug, never bad input: log it, answer a generic 500
+            log.exception("internal error on %s %s", head.method, printable(path))
+            return render_error(OnepassError("internal error; see the server log"), path)
+        finally:
+            if unread:  # answered without reading the body: the connection cannot go on
+                self.closing = self.linger = True
+
+    def send(self, method: str, status: int, doc: dict, request_id: str, extra: dict) -> None:
+        try:
+            data = response(status, doc, request_id, extra, self.closing, method == "HEAD")
+        except (ValueError, UnicodeEncodeError):  # a bug: the checks refuse such values
+            log.exception("unsendable response (%s)", request_id)
+            status, doc, extra = render_error(OnepassError("internal error; see the server log"))
+            data = response(status, doc, request_id, extra, self.closing)
+        try:
+            self.request.settimeout(self.server.service.settings.client_timeout_s)
+            self.request.sendall(data)
+        except OSError:
+            self.closing = True  # the client left or stopped reading
+
+
+class Server(socketserver.ThreadingTCPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    request_queue_size = 128  # the default backlog of 5 resets bursts of parallel clients
+
+    def __init__(self, service: Service):
+        self.service = service
+        settings = service.settings
+        self.table = Table(fit_descriptors(settings.max_connections,
+                                            settings.engine_connections))
+        self.draining = threading.Event()
+        super().__init__((settings.host, settings.port), Handler)
+
+    def get_request(self):
+        try:
+            return super().get_request()
+        except OSError as e:
+            if e.errno in (errno.EMFILE, errno.ENFILE):
+                time.sleep(0.05)  # out of descriptors: the listener stays readable; do not spin
+            raise
+
+    def verify_request(self, request, client_address) -> bool:
+        if self.table.add(request):
+            return True
+        err = Overloaded(f"this server has its {self.table.limit} connections open, all being "
+                         "answered; retry shortly", retry_after_ms=1000)
+        status, doc, extra = render_error(err)
+        try:  # the accepting thread must not block on a client: one non-blocking send
+            request.setblocking(False)
+            request.send(response(status, doc, "req_" + uuid.uuid4().hex, extra, close=True))
+        except OSError:
+            pass
+        return False
+
+    def server_close(self) -> None:
+        """After a drain: the connections still in the listen backlog are taken and answered
+        (503, shutting down) instead of reset; then the socket closes, so later ones are
+        refused; then each open connection finishes its request (within the drain's bound, at
+        most QUIET_WAIT_S)."""
+        if self.draining.is_set():
+            self.socket.setblocking(False)
+            while True:
+                try:
+                    sock, address = self.socket.accept()
+                except OSError:
+                    break  # the backlog is empty
+                sock.settimeout(None)
+                if self.verify_request(sock, address):
+                    self.process_request(sock, address)
+            self.socket.close()
+            left = self.drain_until - time.monotonic()  # the drain's bound holds here too
+            self.table.wait_quiet(QUIET_S, min(QUIET_WAIT_S, max(QUIET_S, left)))
+        super().server_close()
+
+    def handle_error(self, request, client_address):
+        """A client that resets or stalls is routine; anything else is logged with its trace."""
+        if isinstance(sys.exc_info()[1], CLIENT_GONE):
+            log.info("connection from %s ended early", client_address[0])
+        else:
+            log.exception("unexpected error serving %s", client_address[0])
+
+    def drain(self) -> None:
+        """SIGTERM: /health turns 503 draining and new requests 503 (retry-after-ms); requests
+        in flight finish within drain_timeout_s; then the server stops."""
+        if self.draining.is_set():
+            return
+        timeout_s = self.service.settings.drain_timeout_s
+        self.drain_until = time.monotonic() + timeout_s
+        self.draining.set()
+        log.info("draining: no new requests; waiting up to %.0f s for %d in flight", timeout_s,
+                 self.service.slots.busy)
+        left = self.service.slots.close_and_wait(timeout_s)
+        if left:
+            log.warning("drain timed out with %d requests in flight", left)
+        self.shutdown()
