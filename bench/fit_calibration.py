@@ -75,6 +75,32 @@ def fit_exponent(records: list) -> float:
     return (a + b) / 2
 
 
+def profile_parser(doc: str) -> argparse.ArgumentParser:
+    """The flags the fitting tools share: the server and data (evaluate's), config, profile."""
+    parser = argparse.ArgumentParser(description=doc.split("\n")[0])
+    evaluate.add_common_args(parser)
+    parser.add_argument("--config", default=str(Path(__file__).resolve().parent.parent
+                                                / "serve_config.json"))
+    parser.add_argument("--profile", help="profile name (default: the file's default_profile)")
+    return parser
+
+
+def read_profile(parser, args) -> tuple[Path, dict, str]:
+    """(config path, the parsed file, the profile's name); an unknown profile is a usage error."""
+    path = Path(args.config)
+    config = json.loads(path.read_text(encoding="utf-8"))
+    profile = args.profile or config.get("default_profile")
+    if profile not in config.get("profiles", {}):
+        parser.error(f"no profile {profile!r} in {path}")
+    return path, config, profile
+
+
+def save_config(path: Path, config: dict) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(config, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    tmp.replace(path)  # a crash mid-write must not leave a half-written config
+
+
 def write_config(path: Path, profile: str, temperatures: dict, on: str) -> None:
     """Set the profile's calibration temperatures and their provenance; keep everything else."""
     config = json.loads(path.read_text(encoding="utf-8"))
@@ -82,9 +108,7 @@ def write_config(path: Path, profile: str, temperatures: dict, on: str) -> None:
     calibration["temperature"] = {kind: temperatures[kind] for kind in KINDS}
     calibration["fitted"] = {"temperature": {"on": on, "date": datetime.date.today().isoformat(),
                                              "tool": "bench/fit_calibration.py"}}
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(config, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    tmp.replace(path)  # a crash mid-write must not leave a half-written config
+    save_config(path, config)
 
 
 def draw_reliability(path: str, panels: list) -> None:
@@ -163,19 +187,11 @@ def _measure(args) -> dict:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    evaluate.add_common_args(parser)
-    parser.add_argument("--config", default=str(Path(__file__).resolve().parent.parent
-                                                / "serve_config.json"))
-    parser.add_argument("--profile", help="profile name (default: the file's default_profile)")
+    parser = profile_parser(__doc__)
     parser.add_argument("--write", action="store_true", help="write the fitted temperatures")
     parser.add_argument("--png", help="save a reliability diagram here")
     args = parser.parse_args(argv)
-    config_path = Path(args.config)
-    config = json.loads(config_path.read_text(encoding="utf-8"))
-    profile = args.profile or config.get("default_profile")
-    if profile not in config.get("profiles", {}):
-        parser.error(f"no profile {profile!r} in {config_path}")
+    config_path, config, profile = read_profile(parser, args)
     t0 = current_temperatures(config, profile)
     splits = _measure(args)
     fit_records = splits["fit"]["records"]

@@ -13,7 +13,6 @@ position (no gold labels used); one temperature per kind fitted on the debiased 
 the fit (kwargs.calibration), every choice also reversed, and the before/after table. With --write,
 the profile's calibration block. Never restarts the server.
 """
-import argparse
 import datetime
 import json
 import math
@@ -71,17 +70,11 @@ def calibration(records: list) -> dict:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    evaluate.add_common_args(parser)
-    parser.add_argument("--config", default=str(Path(__file__).resolve().parent.parent
-                                                / "serve_config.json"))
-    parser.add_argument("--profile", help="profile name (default: the file's default_profile)")
+    parser = fit_calibration.profile_parser(__doc__)
     parser.add_argument("--write", action="store_true", help="write the fit into the profile")
     parser.add_argument("--json", help="write the fit and both eval rows here")
     args = parser.parse_args(argv)
-    path = Path(args.config)
-    config = json.loads(path.read_text(encoding="utf-8"))
-    name = args.profile or config["default_profile"]
+    path, config, name = fit_calibration.read_profile(parser, args)
     layout = config["profiles"][name]["layout"]
     if layout.get("orders", 1) != 1:
         parser.error("the prior is per listing position: fit it for a layout with orders 1")
@@ -110,9 +103,7 @@ def main(argv=None) -> int:
         block["fitted"] = {"temperature and label_prior": {
             "on": f"{' '.join(args.data)} split fit, {len(fit_run['records'])} questions",
             "date": datetime.date.today().isoformat(), "tool": "bench/fit_prior.py"}}
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(json.dumps(config, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-        tmp.replace(path)
+        fit_calibration.save_config(path, config)
         print(f"wrote {path}: profiles.{name}.calibration")
     return 0
 
