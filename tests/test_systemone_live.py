@@ -216,8 +216,8 @@ def test_gzip_and_zstd_bodies(stack):
 
 @pytest.mark.parametrize("override", [False, True], ids=["embedded-profile", "plain-untempered"])
 def test_answers_are_the_models_label_distribution(stack, override):
-    """readout: answers are vLLM's label log-probs, per read tempered by the profile's
-    temperature and renormalised, the reads (option orders) averaged and shrunk toward uniform by
+    """readout: answers are vLLM's label log-probs, per read less the profile's label-position
+    prior, tempered by its temperature and renormalised, the reads (option orders) averaged and shrunk toward uniform by
     the disagreement between them; recomputed here through vLLM's prompt_logprobs, both with the
     embedded profile's defaults and with every technique off and no temperature (kwargs)."""
     from onepass import config, systemone
@@ -249,14 +249,18 @@ def test_answers_are_the_models_label_distribution(stack, override):
         for read in layout(decision, profile, labels):
             # an independent path: each label appended to the prompt, scored by prompt_logprobs
             weights = [0.0] * 3
-            for token_id, option in zip(read.label_token_ids, read.option_of_label):
+            prior = profile.calibration.label_prior.get("choice", {}).get("3", [0.0] * 3)
+            positions = [read.order_of_label[:i].count(o) if read.order_of_label else i
+                         for i, o in enumerate(read.order_of_label or read.label_token_ids)]
+            for token_id, option, position in zip(read.label_token_ids, read.option_of_label,
+                                                  positions):
                 label = next(text for text, tid in labels.choice if tid == token_id)
                 doc = stack.request("POST", "/v1/completions", {
                     "model": profile.served_model_name, "prompt": read.prompt + label,
                     "max_tokens": 1, "prompt_logprobs": 0, "add_special_tokens": False},
                     base=stack.vllm_url)[2]
                 logprob = doc["choices"][0]["prompt_logprobs"][-1][str(token_id)]["logprob"]
-                weights[option] += math.exp(logprob / temperature)
+                weights[option] += math.exp((logprob - prior[position]) / temperature)
             per_read.append([w / sum(weights) for w in weights])
         mean = [sum(col) / len(per_read) for col in zip(*per_read)]
         spread = sum(0.5 * sum(abs(a - b) for a, b in zip(d, mean)) for d in per_read)

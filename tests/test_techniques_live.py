@@ -50,7 +50,7 @@ def test_calibration_overrides_apply_the_temperature(stack):
         doc = answer(stack.url, {**BODY, "kwargs": {"calibration": calibration}})
         return doc["answers"]["refund"]["noul"]
     one = noul(UNTEMPERED)
-    three = noul({"temperature": {"noul": 3.0}})
+    three = noul({"temperature": {"noul": 3.0}, "label_prior": {}})  # the prior off, as in one
     log_odds = math.log(one / (1 - one))
     assert abs(log_odds) > 0.05  # far enough from 1/2 for the check to mean something
     assert abs(math.log(three / (1 - three)) - log_odds / 3) < 1e-6
