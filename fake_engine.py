@@ -17,7 +17,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from onepass import config
-from onepass.layout import wrap_chat
+from onepass.prompt.layout import wrap_chat
 
 ROOT = Path(__file__).resolve().parent
 PIECE = re.compile(r"\w+|\s+|[^\w\s]")

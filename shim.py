@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))
 
 from onepass import config  # noqa: E402
-from onepass.connections import Server  # noqa: E402
+from onepass.edge.connections import Server  # noqa: E402
 from onepass.server import Service  # noqa: E402
 
 

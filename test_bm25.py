@@ -5,7 +5,7 @@ module against rank-bm25 itself. Run: python3 -S -m unittest test_bm25
 import math
 import unittest
 
-from onepass.bm25 import BM25, terms
+from onepass.prompt.bm25 import BM25, terms
 
 
 def part(idf, tf, length, avgdl, k1=1.5, b=0.75):

@@ -6,19 +6,19 @@ import json
 import sys
 import unittest
 
-from onepass import decisions, readout, systemone
+from onepass import readout
+from onepass.api import Limits, decisions, systemone
 from onepass.decision import CHOICE, NOUL, SCORE, Option, ReadResult
 from onepass.errors import (AuthInvalid, AuthMissing, InvalidRequest, ModelNotFound,
                             Overloaded)
-from onepass.layout import layout
-from test_shim import LABELS, PROFILE, ROOT
+from onepass.prompt.layout import layout
+from test_shim import LABELS, PROFILE, ROOT, parse_with
 
 sys.path.insert(0, str(ROOT / "tests"))
 from openai_calls import CHOICE as CHOICE_Q, PREDICATE, SCORE as SCORE_Q  # noqa: E402
 
-LIMITS = dict(max_choice_options=255, max_questions=400,
-              resolve_model=lambda m: "concrete" if m in ("jev-latest", "concrete") else None,
-              resolve_mode=lambda mode: mode or "causal", resolve_options=lambda o: (None, None))
+def parse(request, api=decisions, **kw):
+    return parse_with(api, request, **kw)
 def body(questions, **extra):
     return {"model": "jev-latest", "input": "I was charged twice.", "questions": questions,
             **extra}
@@ -27,14 +27,14 @@ def body(questions, **extra):
 def params(request) -> list:
     """The OpenAI error `param` of every problem the adapter finds."""
     with unittest.TestCase().assertRaises(InvalidRequest) as ctx:
-        decisions.parse(request, **LIMITS)
+        parse(request)
     return [decisions.param(p.loc) for p in ctx.exception.problems]
 
 
 class TestParse(unittest.TestCase):
     def test_three_types_become_the_internal_questions(self):
         """decisions: predicate, choice and score map to noul, choice and score, in order."""
-        d, meta = decisions.parse(body([PREDICATE, CHOICE_Q, SCORE_Q]), **LIMITS)
+        d, meta = parse(body([PREDICATE, CHOICE_Q, SCORE_Q]))
         self.assertEqual((d.model, d.state), ("concrete", "I was charged twice."))
         self.assertEqual([q.kind for q in d.questions], [NOUL, CHOICE, SCORE])
         self.assertEqual(meta.names, ("refund", "team", "anger"))
@@ -48,7 +48,7 @@ class TestParse(unittest.TestCase):
         """decisions: `true` and `"true"` are two choices; an unnamed question's name is None."""
         q = {"type": "choice", "instructions": "Ship it?",
              "choices": [{"value": True}, {"value": "true"}, {"value": False}]}
-        d, meta = decisions.parse(body([q]), **LIMITS)
+        d, meta = parse(body([q]))
         self.assertEqual(meta.values, ((True, "true", False),))
         self.assertEqual(meta.names, (None,))
         self.assertEqual(len(d.questions[0].options), 3)
@@ -73,8 +73,8 @@ class TestParse(unittest.TestCase):
                  {"role": "system", "content": "Answer briefly."}]
         q = {**PREDICATE, "instructions": [{"type": "input_text", "text": "Refund?"},
                                            {"type": "input_json", "data": [1, 2]}]}
-        d, _ = decisions.parse(body([q], input=items, prompt_cache_key="tenant-a",
-                                    safety_identifier="user-1", top_logprobs=5), **LIMITS)
+        d, _ = parse(body([q], input=items, prompt_cache_key="tenant-a",
+                                    safety_identifier="user-1", top_logprobs=5))
         self.assertEqual(d.state, "developer: Be strict.\n\n"
                                   "user: Order 4471 arrived.\n{\"order\":4471,\"items\":[\"mug\"]}"
                                   "\n\nassistant: Checking.\n\n"
@@ -115,7 +115,7 @@ class TestParse(unittest.TestCase):
             self.assertEqual(params(body([PREDICATE], input=[{"role": "user", "content": [part]}])),
                              ["input[0].content[0].image_url"])
             with self.assertRaises(InvalidRequest) as ctx:
-                decisions.parse(body([{**PREDICATE, "instructions": [part]}]), **LIMITS)
+                parse(body([{**PREDICATE, "instructions": [part]}]))
             self.assertIn("reads text only", ctx.exception.problems[0].msg)
             self.assertEqual(ctx.exception.problems[0].loc, ("questions", 0, "instructions", 0,
                                                              "image_url"))
@@ -125,21 +125,22 @@ class TestParse(unittest.TestCase):
 
     def test_attention_mode_and_kwargs_as_on_systemone(self):
         """decisions: attention_mode (extra_body, top level) and kwargs reach the Decision."""
-        seen = []
-        limits = {**LIMITS, "resolve_options": lambda o: seen.append(o) or (None, None)}
-        d, _ = decisions.parse(body([PREDICATE], attention_mode="two-way",
-                                    kwargs={"layout": {"repeat": 2}}), **limits)
+        request = decisions.parse(body([PREDICATE], attention_mode="two-way",
+                                       kwargs={"layout": {"repeat": 2}}), None,
+                                  Limits(max_choice_options=255, max_questions=400))
+        seen = [request.overrides]
+        d, _ = parse(body([PREDICATE], attention_mode="two-way", kwargs={"layout": {"repeat": 2}}))
         self.assertEqual((d.attention_mode, seen), ("bidirectional", [{"layout": {"repeat": 2}}]))
         self.assertEqual(params(body([PREDICATE], attention_mode="sideways")), ["attention_mode"])
 
     def test_unknown_model_is_404_model_not_found(self):
         with self.assertRaises(ModelNotFound):
-            decisions.parse({**body([PREDICATE]), "model": "gpt-6-luna"}, **LIMITS)
+            parse({**body([PREDICATE]), "model": "gpt-6-luna"})
 
 
 class TestRender(unittest.TestCase):
     def outcome(self, request):
-        d, meta = decisions.parse(request, **LIMITS)
+        d, meta = parse(request)
         reads = layout(d, PROFILE, LABELS)
         results = [ReadResult((-0.1, -2.4), 10, 4), ReadResult((-3.0, -0.05, -1.0), 11, 6),
                    ReadResult((-2.0, -0.2, -1.9), 12, 0)][:len(reads)]
@@ -171,7 +172,7 @@ class TestRender(unittest.TestCase):
         """decisions: 400 with param, 401 invalid_api_key for a missing or wrong key, 404
         model_not_found, and the retryable statuses unchanged."""
         with self.assertRaises(InvalidRequest) as ctx:
-            decisions.parse(body([{**CHOICE_Q, "choices": [{"value": "a"}]}]), **LIMITS)
+            parse(body([{**CHOICE_Q, "choices": [{"value": "a"}]}]))
         status, doc = decisions.render_error(ctx.exception)
         self.assertEqual((status, doc["error"]["param"], doc["error"]["type"]),
                          (400, "questions[0].choices", "invalid_request_error"))
@@ -190,7 +191,7 @@ class TestRender(unittest.TestCase):
 class TestSameDecision(unittest.TestCase):
     def test_both_apis_lay_out_the_same_prompts(self):
         """The same decision through either adapter gives identical reads (so answers)."""
-        so, _ = systemone.parse({"model": "jev-latest", "state": "I was charged twice.",
+        so, _ = parse({"model": "jev-latest", "state": "I was charged twice.",
                                  "questions": {
                                      "refund": {"type": "noul",
                                                 "instructions": PREDICATE["instructions"]},
@@ -202,8 +203,8 @@ class TestSameDecision(unittest.TestCase):
                                                "instructions": SCORE_Q["instructions"],
                                                "criteria": ["calm", "annoyed: some frustration",
                                                             "furious"]}}},
-                                **LIMITS)
-        oa, _ = decisions.parse(body([PREDICATE, CHOICE_Q, SCORE_Q]), **LIMITS)
+                      api=systemone)
+        oa, _ = parse(body([PREDICATE, CHOICE_Q, SCORE_Q]))
         self.assertEqual(so, oa)
         self.assertEqual(layout(so, PROFILE, LABELS), layout(oa, PROFILE, LABELS))
 

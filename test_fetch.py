@@ -15,7 +15,7 @@ import unittest
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from onepass import fetch
+from onepass.images import fetch
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\0" * 64
 BLOCKED = ["127.0.0.1", "127.255.255.254", "10.1.2.3", "172.16.0.1", "192.168.1.1",

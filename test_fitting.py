@@ -5,7 +5,8 @@ here counts words (the live tests use vLLM's tokenizer). Run: python3 -m unittes
 import unittest
 from dataclasses import replace
 
-from onepass import fitting, state_parts
+from onepass.prompt import fitting
+from onepass.prompt import state_parts
 from onepass.config import Layout
 from onepass.decision import CHOICE, NOUL, Decision, Option, Question
 from onepass.errors import PayloadTooLarge

@@ -8,15 +8,17 @@ import json
 import unittest
 from dataclasses import replace
 
-from onepass import (config, decisions, fitting, image_inputs, layout, readout, systemone,
-                     transport)
+from onepass import config, profile, readout
+from onepass.api import decisions, systemone
+from onepass.edge import transport
+from onepass.images import inputs as image_inputs
+from onepass.prompt import fitting, layout
 from onepass.config import ConfigError, load_profile
-from onepass.engine import Engine
+from onepass.backend.engine import Engine
 from onepass.decision import NOUL, Decision, Option, Question, ReadResult
 from onepass.errors import InvalidRequest
-from onepass.warmup import png
-from test_decisions import LIMITS
-from test_shim import LABELS
+from onepass.backend.warmup import png
+from test_shim import LABELS, parse_with
 
 _, VLM = load_profile("serve_config.json", "idefics3-tiny")
 VISION = VLM.vision
@@ -32,8 +34,7 @@ NOUL_Q = {"type": "noul", "instructions": "Is it red?"}
 
 
 def parse(body, files=None, policy=POLICY, api=systemone):
-    kwargs = {**LIMITS, "files": files, "image_policy": policy}
-    return api.parse({"model": "jev-latest", **body}, **kwargs)[0]
+    return parse_with(api, {"model": "jev-latest", **body}, files, policy)[0]
 
 
 def problems(body, files=None, policy=POLICY, api=systemone):
@@ -81,8 +82,8 @@ class TestForms(unittest.TestCase):
                 "assets": {ph: {"type": "image", "part": "asset-0"},
                            "<<b>>": {"type": "image", "format": "jpg",
                                      "data_base64": BLUE.split(",", 1)[1]}}}
-        d, meta = systemone.parse({"model": "jev-latest", **body}, files={"asset-0": png(4, 4, (255, 0, 0))},
-                                  image_policy=POLICY, **LIMITS)
+        d, meta = parse_with(systemone, {"model": "jev-latest", **body},
+                             {"asset-0": png(4, 4, (255, 0, 0))}, POLICY)
         self.assertEqual(d.state, {"photo": "[image 1]", ph: "a key stays",
                                    "note": "compare [image 1] and [image 2]"})
         self.assertEqual(d.questions[0].instructions, "Is [image 1] damaged?")
@@ -283,9 +284,9 @@ class TestEngineAndConfig(unittest.TestCase):
 
     def test_profile_and_settings_checks(self):
         with self.assertRaises(ConfigError):
-            config._check_vision(replace(VISION, placeholder="<img>"), "t")
+            profile._check_vision(replace(VISION, placeholder="<img>"), "t")
         with self.assertRaises(ConfigError):
-            config._check_vision(replace(VISION, max_images=0), "t")
+            profile._check_vision(replace(VISION, max_images=0), "t")
         with self.assertRaises(ConfigError):
             config.check_calibration(replace(VLM.calibration, temperature={
                 "noul": 1, "choice": 1, "score": 1, "picture": 1}), "t")

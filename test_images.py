@@ -7,7 +7,7 @@ import struct
 import unittest
 import zlib
 
-from onepass import images
+from onepass.images import formats as images
 
 MB = 1 << 20
 

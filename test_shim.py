@@ -15,11 +15,15 @@ from dataclasses import replace
 from pathlib import Path
 
 from fake_engine import FakeEngine
-from onepass import config, readout, systemone, transport
+from onepass import config, readout
+from onepass.kinds import choice, score
+from onepass.api import Limits, systemone
+from onepass.images import inputs as image_inputs
+from onepass.edge import transport
 from onepass.decision import CHOICE, NOUL, SCORE, Decision, Option, Question, Read, ReadResult
-from onepass.errors import (BadRequest, InvalidRequest, NotFound, PayloadTooLarge,
+from onepass.errors import (BadRequest, InvalidRequest, ModelNotFound, NotFound, PayloadTooLarge,
                             UnsupportedMediaType)
-from onepass.layout import LabelSet, layout
+from onepass.prompt.layout import LabelSet, layout
 
 ROOT = Path(__file__).resolve().parent
 EMBEDDED = config.load_profile(str(ROOT / "serve_config.json"), "")[1]
@@ -32,10 +36,20 @@ LABELS = LabelSet(noul=(("Yes", 1), ("No", 2)),
                   score=tuple((str(i), 200 + i) for i in range(10)))
 
 
+def parse_with(api, body, files=None, policy=None, max_options=255,
+               resolve_mode=lambda mode: mode or "causal"):
+    """(Decision, meta): the adapter's parse, then what the pipeline's resolve and images steps
+    do (a stub model name, the given mode rule, no overrides; images under `policy`)."""
+    request = api.parse(body, files, Limits(max_choice_options=max_options, max_questions=400))
+    if request.model not in ("jev-latest", "concrete"):
+        raise ModelNotFound(f"Unknown model: {request.model}")
+    mode = resolve_mode(request.mode)
+    return Decision("concrete", request.state, request.questions, mode,
+                    images=image_inputs.resolve(request.images, policy)), request.meta
+
+
 def parse(body, max_options=255, resolve_mode=lambda mode: mode or "causal"):
-    return systemone.parse(body, max_choice_options=max_options, max_questions=400,
-                           resolve_model=lambda m: "concrete" if m in ("jev-latest", "concrete")
-                           else None, resolve_mode=resolve_mode, resolve_options=lambda o: (None, None))
+    return parse_with(systemone, body, max_options=max_options, resolve_mode=resolve_mode)
 
 
 def problems(body, **kw):
@@ -178,13 +192,14 @@ class TestSystemOne(unittest.TestCase):
         """server: a two-way request to an engine without the plugin is a 400, never one-way."""
         from onepass.server import Service
         service = Service(config.load(["--port", "0"], environ={}), ROOT)
-        self.assertFalse(service.two_way)
-        self.assertEqual(service.resolve_mode(None), "causal")
+        pipe = service.pipeline
+        self.assertFalse(pipe.two_way)
+        self.assertEqual(pipe.resolve_mode(None), "causal")
         with self.assertRaises(BadRequest) as ctx:
-            service.resolve_mode("bidirectional")
+            pipe.resolve_mode("bidirectional")
         self.assertIn("engine plugin", ctx.exception.message)
-        service.two_way = True
-        self.assertEqual(service.resolve_mode("bidirectional"), "bidirectional")
+        pipe.two_way = True
+        self.assertEqual(pipe.resolve_mode("bidirectional"), "bidirectional")
         service.engine.close()
 
     def test_error_shapes(self):
@@ -333,8 +348,8 @@ class TestTechniques(unittest.TestCase):
         (temperature per kind merged); bad keys, types or ranges are a 422 at their key."""
         from onepass.server import Service
         service = Service(config.load(["--port", "0"], environ={}), ROOT)
-        self.assertEqual(service.resolve_options({}), (None, None))
-        layout, cal = service.resolve_options({"layout": {"repeat": 2},
+        self.assertEqual(service.pipeline.resolve_options({}), (None, None))
+        layout, cal = service.pipeline.resolve_options({"layout": {"repeat": 2},
                                                "calibration": {"temperature": {"choice": 3.0},
                                                                "noul_floor": 0.9}})
         self.assertEqual(layout.repeat, 2)
@@ -351,7 +366,7 @@ class TestTechniques(unittest.TestCase):
                          ("calibration", {"label_prior": {"choice": {"3": [0.0, 1.0]}}}),
                          ("calibration", {"label_prior": {"choice": [0.0, 1.0]}})):
             with self.assertRaises(InvalidRequest) as ctx:
-                service.resolve_options({key: bad})
+                service.pipeline.resolve_options({key: bad})
             self.assertEqual(ctx.exception.problems[0].loc, ("kwargs", key), bad)
         service.engine.close()
 
@@ -399,12 +414,12 @@ class TestReadout(unittest.TestCase):
 
     def test_confidence_formulas(self):
         """readout: choice and score confidences follow the contract's formulas."""
-        self.assertAlmostEqual(readout.choice_confidence([0.88, 0.12]), 0.76)
-        self.assertAlmostEqual(readout.choice_confidence([1 / 3] * 3), 0.0)
-        self.assertEqual(readout.choice_confidence([1.0]), 1.0)
-        self.assertAlmostEqual(readout.score_confidence([0.0, 0.95, 0.05]), 1 - 0.05 / (2 / 3))
-        self.assertAlmostEqual(readout.score_confidence([0.2] * 5), 0.0)
-        self.assertEqual(readout.score_confidence([0.0, 0.0, 1.0]), 1.0)
+        self.assertAlmostEqual(choice.confidence([0.88, 0.12]), 0.76)
+        self.assertAlmostEqual(choice.confidence([1 / 3] * 3), 0.0)
+        self.assertEqual(choice.confidence([1.0]), 1.0)
+        self.assertAlmostEqual(score.confidence([0.0, 0.95, 0.05]), 1 - 0.05 / (2 / 3))
+        self.assertAlmostEqual(score.confidence([0.2] * 5), 0.0)
+        self.assertEqual(score.confidence([0.0, 0.0, 1.0]), 1.0)
 
     def test_answer_score_is_expectation(self):
         """readout: score = sum i*p_i of the returned probabilities; noul = P(true)."""
@@ -515,12 +530,12 @@ class TestStdlibOnly(unittest.TestCase):
 # -- failure injection: a real shim in front of fake engines that fail ----------------------
 def start_shim(vllm_url, timeout_s=5.0, **env):
     """A real shim on a free port, marked ready without the guard: for failure injection only."""
-    from onepass.connections import Server
+    from onepass.edge.connections import Server
     from onepass.server import READY, Service
     settings = config.load(["--port", "0", "--vllm", vllm_url, "--engine-timeout-s",
                             str(timeout_s)], environ=env)
     service = Service(settings, ROOT)
-    service.labels, service.phase = LABELS, READY  # skip the guard: these engines only fail
+    service.pipeline.labels, service.phase = LABELS, READY  # skip the guard: these engines only fail
     server = Server(service)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server

@@ -31,11 +31,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from onepass import config, image_inputs, systemone  # noqa: E402
-from onepass.engine import Engine  # noqa: E402
-from onepass.layout import layout  # noqa: E402
-from onepass.probes import verified_labels  # noqa: E402
-from onepass.warmup import png  # noqa: E402
+from onepass import config  # noqa: E402
+from onepass.images import inputs as image_inputs  # noqa: E402
+from onepass.api import systemone  # noqa: E402
+from onepass.backend.engine import Engine  # noqa: E402
+from onepass.prompt.layout import layout  # noqa: E402
+from onepass.backend.probes import verified_labels  # noqa: E402
+from onepass.backend.warmup import png  # noqa: E402
 
 RUN = f"{time.time_ns() % 10**8:08d}"  # states of an earlier run must not be in the prefix cache
 SENTENCE = ("The customer writes that the invoice for March was charged twice to the company card "

@@ -13,10 +13,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from onepass import config, fitting, systemone  # noqa: E402
+from onepass import config  # noqa: E402
+from onepass.prompt import fitting  # noqa: E402
+from onepass.api import systemone  # noqa: E402
 from onepass.decision import compact_json  # noqa: E402
-from onepass.engine import Engine  # noqa: E402
-from onepass.probes import verified_labels  # noqa: E402
+from onepass.backend.engine import Engine  # noqa: E402
+from onepass.backend.probes import verified_labels  # noqa: E402
 
 
 def shown(part: fitting.Part) -> str:

@@ -30,10 +30,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT / "bench"), str(ROOT)]
 import latency  # noqa: E402  (cases, states, post, percentiles)
-from onepass import config, image_inputs, systemone  # noqa: E402
-from onepass.engine import Engine  # noqa: E402
-from onepass.layout import layout  # noqa: E402
-from onepass.probes import verified_labels  # noqa: E402
+from onepass import config  # noqa: E402
+from onepass.images import inputs as image_inputs  # noqa: E402
+from onepass.api import systemone  # noqa: E402
+from onepass.backend.engine import Engine  # noqa: E402
+from onepass.prompt.layout import layout  # noqa: E402
+from onepass.backend.probes import verified_labels  # noqa: E402
 
 CASES = {"a": 0, "b": 1}  # index into latency.CASES
 

@@ -1,15 +1,19 @@
 """onepass: System One decisions from one forward pass on vLLM (standard library only).
 
-The request path, in order (server.Service.decide):
-  transport   body off the wire: size limits, gzip/zstd, strict JSON
-  systemone   the /v1/systemone adapter: validate, build the internal Decision
-  layout      one Read per question: chat prompt plus single-token label ids
-  engine      vLLM client: reads run concurrently over keep-alive connections
-  readout     label log-probs -> option probabilities, choice, score, confidence
-  systemone   render the answers in the contract's shape
-Before it: framing (strict HTTP/1.1 heads and bodies) and connections (+ conn_table: the
-connection loop, cap, deadlines and drain), server.Service.admit (route, key, slots from
-admission) judging each request from its head. Around it: config (settings and profiles),
-decision (the data model), errors (the catalogue), probes (start-up guard), warmup (warm-up
-bodies), server (routing, health, the error renderer), fitting + state_parts (long states).
+The request path, in order (pipeline.Pipeline.decide; tests check this list against pipeline.py):
+  parse     edge/transport decodes the body; the route's api/ adapter checks it into a Request
+  resolve   the model name, attention mode and kwargs.layout / kwargs.calibration, once
+  images    images/ fetches links and checks every image's bytes
+  fit       prompt/ lays out each question (its kind's lines, kinds/) and fits it to the context
+  reads     backend/engine reads the label log-probs from vLLM, concurrently
+  readout   readout turns them into option probabilities (temperature, prior, shrink, the kind's
+            own step) and each kind's answer
+  reread    uncertain questions of kinds that re-read are read again, blended 2:1
+  render    the adapter renders the answers in its API's shape
+Before it: edge/ (framing: strict HTTP/1.1; connections + conn_table: the connection loop, cap,
+deadlines and drain; admission: keys and in-flight slots) and server.Service.admit (route, key,
+readiness). Around it: config + profile (settings and profiles), decision (the data model),
+errors (the catalogue), kinds/ (one unit per question kind, one registry), backend/probes
+(start-up guard), backend/warmup (warm-up bodies), server (routes, health, the error renderer).
 """
+STEPS = ("parse", "resolve", "images", "fit", "reads", "readout", "reread", "render")

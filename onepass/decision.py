@@ -2,15 +2,16 @@
 
 Owns: Decision, Question, Option, Read, ReadResult and Answer (frozen dataclasses).
 Never: parses JSON, knows an API's field names, or talks to vLLM.
-In: built by an adapter (systemone.py, decisions.py). Out: read by layout, engine, readout and the adapter.
+In: built by the pipeline from an adapter's Request. Out: read by prompt/, backend/, readout and
+the adapter.
 """
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
 
+# The question kinds the core names (each is a unit in kinds/, where the registry lives).
 NOUL, CHOICE, SCORE = "noul", "choice", "score"
-KINDS = (NOUL, CHOICE, SCORE)
 # Attention modes: one-way (causal, every model) and two-way (bidirectional prefill through the
 # onepass engine plugin). Clients may also say "one-way" / "two-way".
 CAUSAL, TWO_WAY = "causal", "bidirectional"

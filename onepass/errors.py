@@ -38,6 +38,16 @@ class InvalidRequest(OnepassError):
         self.problems = tuple(problems)
 
 
+class OverBudget(InvalidRequest):
+    """The engine plugin refused a two-way read longer than its one-step budget; the budget
+    comes from the plugin's typed refusal (never from its message), so the pipeline can fit the
+    question to it and read again."""
+
+    def __init__(self, problems: list[Problem], budget_tokens: int):
+        super().__init__(problems)
+        self.budget_tokens = budget_tokens
+
+
 class BadRequest(OnepassError):
     """A well-formed request this server cannot honour as asked (e.g. a two-way read without the
     engine plugin, or two different attention modes)."""

@@ -3,8 +3,8 @@
 Owns: renormalising over the labels (less the fitted prior of each label position, with the
 profile's temperature for the question type),
 summing an option's labels over every listing, averaging several reads of a question, the
-agreement shrink, the yes/no floor, the re-read blend, and choice / score / confidence from the
-probabilities actually returned.
+agreement shrink, the re-read blend and the outcome's counts; each kind's own step (the yes/no
+floor) and summary (choice / score / confidence) come from its unit in kinds/.
 Never: rounds (sums stay within 1e-9 of 1) or returns NaN/Infinity.
 In: a Question, its Read and ReadResult. Out: an Answer.
 """
@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import math
 
-from .config import Calibration
-from .decision import CHOICE, NOUL, Answer, Decision, Outcome, Question, Read, ReadResult
+from . import kinds
+from .decision import Answer, Decision, Outcome, Question, Read, ReadResult
 from .errors import EngineFailed
+from .profile import Calibration
 
 REREAD_FIRST_WEIGHT = 2 / 3  # a re-read answer: 2/3 the first reading, 1/3 the second
 
@@ -52,25 +53,6 @@ def option_probabilities(read: Read, result: ReadResult, num_options: int,
     return [math.fsum(s) for s in sums]
 
 
-def choice_confidence(probs) -> float:
-    """TypeSafe's formula: (p_max - 1/n) / (1 - 1/n), 1 for a single option."""
-    n = len(probs)
-    if n == 1:
-        return 1.0
-    return min(1.0, max(0.0, (max(probs) - 1 / n) / (1 - 1 / n)))
-
-
-def score_confidence(probs) -> float:
-    """1 - expected distance from the most likely level, over the uniform spread D."""
-    n = len(probs)
-    if n == 1:
-        return 1.0
-    mode = max(range(n), key=probs.__getitem__)
-    spread = math.fsum(abs(i - (n - 1) / 2) for i in range(n)) / n
-    distance = math.fsum(p * abs(i - mode) for i, p in enumerate(probs))
-    return min(1.0, max(0.0, 1 - distance / spread))
-
-
 def order_distributions(read: Read, result: ReadResult, n: int,
                         temperature: float, prior: list = ()) -> list[list[float]]:
     """One distribution over the options per listing order in the read (its own labels)."""
@@ -103,7 +85,7 @@ def question_probabilities(question: Question, pairs, calibration: Calibration,
                            shrink: float, images: bool = False) -> list[float]:
     """Option probabilities from a question's reads: temperature per question type (or for
     images), the listings' label mass summed (one read) or the reads averaged, agreement
-    shrink, noul floor."""
+    shrink, then the kind's own step (the noul floor)."""
     n, temp = len(question.options), temperature(calibration, question.kind, images)
     prior = calibration.label_prior.get(question.kind, {}).get(str(n), ())
     per_read = [option_probabilities(r, res, n, temp, prior) for r, res in pairs]
@@ -113,22 +95,12 @@ def question_probabilities(question: Question, pairs, calibration: Calibration,
         # Mixing with uniform keeps the ranking: the top answer never changes.
         weight = shrink * disagreement(per_order, probs)
         probs = [(1 - weight) * p + weight / n for p in probs]
-    if question.kind == NOUL and calibration.noul_floor:
-        # The chosen side is reported at no less than the floor; the choice never changes.
-        floor = calibration.noul_floor
-        yes = max(probs[0], floor) if probs[0] >= 0.5 else min(probs[0], 1 - floor)
-        probs = [yes, 1 - yes]
-    return probs
+    return kinds.get(question.kind).calibrate(probs, calibration)
 
 
 def answer(question: Question, probs: list[float]) -> Answer:
-    best = max(range(len(probs)), key=probs.__getitem__)
-    if question.kind == NOUL:
-        return Answer(question.kind, tuple(probs), 1.0, probs[0], best)
-    if question.kind == CHOICE:
-        return Answer(question.kind, tuple(probs), choice_confidence(probs), 0.0, best)
-    expected = math.fsum(i * p for i, p in enumerate(probs))
-    return Answer(question.kind, tuple(probs), score_confidence(probs), expected, best)
+    """The kind's summary of its probabilities (choice, score, confidence)."""
+    return kinds.get(question.kind).answer(probs)
 
 
 def blend(first: list[float], second: list[float], first_weight: float) -> list[float]:

@@ -8,7 +8,7 @@ import pytest
 from rank_bm25 import BM25Okapi
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # as conftest does; standalone too
-from onepass.bm25 import BM25, terms  # noqa: E402
+from onepass.prompt.bm25 import BM25, terms  # noqa: E402
 
 # "and" is in exactly 3 of these 6: its idf is 0, which rank-bm25 keeps (only idf < 0 is floored).
 TICKETS = [

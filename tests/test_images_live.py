@@ -12,7 +12,7 @@ import pytest
 from conftest import ROOT, free_port, request, start_shim, wait_health
 from test_decisions_live import client
 
-from onepass.warmup import png
+from onepass.backend.warmup import png
 
 RED, BLUE = png(40, 30, (255, 0, 0)), png(40, 30, (0, 0, 255))
 QUESTIONS = {"colour": {"type": "choice", "instructions": "Which colour is [image 1]?",

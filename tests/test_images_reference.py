@@ -8,7 +8,7 @@ import pytest
 from PIL import Image
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from onepass import images  # noqa: E402
+from onepass.images import formats as images  # noqa: E402
 
 FORMATS = {"png": "PNG", "jpeg": "JPEG", "gif": "GIF", "webp": "WEBP", "bmp": "BMP"}
 

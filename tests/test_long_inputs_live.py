@@ -89,9 +89,10 @@ def test_head_tail_for_comparison(small):
 def test_planted_paragraph_kept_by_vllms_token_counts(stack):
     """fitting with vLLM's tokenizer: the planted paragraph in the middle of a record 20x the
     budget is in every fitted prompt, and each prompt is within the budget by vLLM's count."""
-    from onepass import config, fitting
-    from onepass.engine import Engine
-    from onepass.probes import verified_labels
+    from onepass import config
+    from onepass.prompt import fitting
+    from onepass.backend.engine import Engine
+    from onepass.backend.probes import verified_labels
     from onepass.decision import Decision, Option, Question
     _, profile = config.load_profile(str(ROOT / "serve_config.json"), "")
     engine = Engine(stack.vllm_url, profile.served_model_name, timeout_s=120, num_connections=8)

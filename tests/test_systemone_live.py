@@ -220,10 +220,11 @@ def test_answers_are_the_models_label_distribution(stack, override):
     prior, tempered by its temperature and renormalised, the reads (option orders) averaged and shrunk toward uniform by
     the disagreement between them; recomputed here through vLLM's prompt_logprobs, both with the
     embedded profile's defaults and with every technique off and no temperature (kwargs)."""
-    from onepass import config, systemone
-    from onepass.layout import layout
-    from onepass.probes import verified_labels
-    from onepass.engine import Engine
+    from onepass import config
+    from onepass.api import systemone
+    from onepass.prompt.layout import layout
+    from onepass.backend.probes import verified_labels
+    from onepass.backend.engine import Engine
     _, profile = config.load_profile(str(ROOT / "serve_config.json"), "")
     if override:
         profile = replace(profile, layout=config.Layout(),

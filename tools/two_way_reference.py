@@ -17,8 +17,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
 from onepass.config import load_profile  # noqa: E402
-from onepass.layout import LabelSet  # noqa: E402
-from onepass.probes import probe_reads  # noqa: E402
+from onepass.prompt.layout import LabelSet  # noqa: E402
+from onepass.backend.probes import probe_reads  # noqa: E402
 from onepass.readout import label_distribution  # noqa: E402
 
 MODEL_DIRS = {"smollm2-135m": "~/.cache/onepass/models/smollm2-135m-instruct"}
@@ -31,8 +31,8 @@ def main(argv: list[str]) -> int:
     _, profile = load_profile(str(ROOT / "serve_config.json"), name)
     model_dir = os.path.expanduser(MODEL_DIRS[name])
     tok = AutoTokenizer.from_pretrained(model_dir)
-    yes, no = (tok.encode(label, add_special_tokens=False)[0] for label in profile.noul_labels)
-    labels = LabelSet(noul=((profile.noul_labels[0], yes), (profile.noul_labels[1], no)),
+    yes, no = (tok.encode(label, add_special_tokens=False)[0] for label in profile.labels["noul"])
+    labels = LabelSet(noul=((profile.labels["noul"][0], yes), (profile.labels["noul"][1], no)),
                       choice=(), score=())
     refs = []
     for probe in profile.two_way_probes:

@@ -14,6 +14,8 @@ single token the decision needs (a second step would decode against a two-way ca
 """
 from __future__ import annotations
 
+import json
+
 from vllm.exceptions import VLLMValidationError
 from vllm.sampling_params import SamplingParams
 
@@ -25,6 +27,14 @@ def one_step_budget(scheduler_config) -> int:
     budget = scheduler_config.max_num_batched_tokens
     threshold = scheduler_config.long_prefill_token_threshold
     return min(budget, threshold) if threshold > 0 else budget
+
+
+def over_budget(budget: int, num_tokens: int) -> str:
+    """The typed refusal of a two-way prompt over the one-step budget: a JSON object in the
+    error's `param` (the one structured field vLLM's error body carries through), naming the
+    refusal and both counts in tokens. The shim reads it (onepass/backend/engine.py)."""
+    return json.dumps({"onepass_error": "two_way_budget", "budget_tokens": budget,
+                       "prompt_tokens": num_tokens}, separators=(",", ":"))
 
 
 def wrap_process_inputs(original):
@@ -45,11 +55,13 @@ def wrap_process_inputs(original):
                       else len(request.prompt_embeds))
         budget = one_step_budget(self.vllm_config.scheduler_config)
         if num_tokens > budget:
+            # The message is for people; clients read the refusal from `param`, which vLLM
+            # passes through to the HTTP error body (error.param) as written.
             raise VLLMValidationError(
                 f"a two-way (bidirectional) request is prefilled whole in one step, and its "
                 f"prompt has {num_tokens} tokens, more than this server's one-step budget of "
                 f"{budget} (--max-num-batched-tokens); shorten the prompt or raise the budget",
-                parameter="prompt", value=num_tokens)
+                parameter=over_budget(budget, num_tokens))
         request.sampling_params.max_tokens = 1
         request.sampling_params.skip_reading_prefix_cache = True
         return request

@@ -12,11 +12,12 @@ import json
 import logging
 from pathlib import Path
 
-from .config import Profile
-from .decision import CAUSAL, NOUL, TWO_WAY, Decision, Option, Question
+from .. import kinds
+from ..decision import CAUSAL, NOUL, TWO_WAY, Decision, Option, Question
 from .engine import Engine
-from .layout import LabelSet, layout, wrap_chat
-from .readout import label_distribution
+from ..prompt.layout import LabelSet, layout, wrap_chat
+from ..profile import Profile
+from ..readout import label_distribution
 
 log = logging.getLogger("onepass")
 TWO_WAY_MIN_SHIFT = 1e-3  # nats; fp32 reruns of one read agree to ~1e-6, two-way moves 1-12
@@ -84,22 +85,29 @@ def single_token_ids(engine: Engine, profile: Profile, labels) -> list[int | Non
 
 
 def verified_labels(engine: Engine, profile: Profile) -> LabelSet:
-    fixed = list(profile.noul_labels) + list(profile.score_labels)
-    ids = single_token_ids(engine, profile, fixed + list(profile.choice_labels))
-    fixed_ids, choice_ids = ids[:len(fixed)], ids[len(fixed):]
-    bad = [label for label, i in zip(fixed, fixed_ids) if i is None]
-    if bad or len(set(fixed_ids[:2])) != 2 or len(set(fixed_ids[2:])) != len(fixed) - 2:
-        raise GuardFailed(f"noul and score labels must be distinct single tokens; not: {bad}")
-    choice, seen = [], set()
-    for label, i in zip(profile.choice_labels, choice_ids):
-        if i is not None and i not in seen:
-            seen.add(i)
-            choice.append((label, i))
-    if len(choice) < 2:
-        raise GuardFailed("fewer than two choice labels are single tokens for this tokenizer")
-    return LabelSet(noul=tuple(zip(profile.noul_labels, fixed_ids[:2])),
-                    choice=tuple(choice),
-                    score=tuple(zip(profile.score_labels, fixed_ids[2:])))
+    """Each kind's labels with their token ids: every one a distinct single token for a kind
+    that needs them all, else the distinct single-token ones (at least two)."""
+    labelled = [k for k in kinds.KINDS.values() if k.label_key]
+    wanted = [label for k in labelled for label in profile.labels[k.name]]
+    ids = iter(single_token_ids(engine, profile, wanted))
+    found = {k.name: list(zip(profile.labels[k.name], ids)) for k in labelled}
+    strict = [k.name for k in labelled if k.all_labels_single]
+    bad = [label for name in strict for label, i in found[name] if i is None]
+    if bad or any(len({i for _, i in found[name]}) != len(found[name]) for name in strict):
+        raise GuardFailed(f"{kinds.spoken(strict)} labels must be distinct single tokens; "
+                          f"not: {bad}")
+    kept = dict(found)
+    for k in labelled:
+        if not k.all_labels_single:
+            kept[k.name], seen = [], set()
+            for label, i in found[k.name]:
+                if i is not None and i not in seen:
+                    seen.add(i)
+                    kept[k.name].append((label, i))
+            if len(kept[k.name]) < 2:
+                raise GuardFailed(f"fewer than two {k.name} labels are single tokens for this "
+                                  "tokenizer")
+    return LabelSet(**kept)
 
 
 def probe_reads(profile: Profile, labels: LabelSet, probe: dict):

@@ -14,7 +14,7 @@ import re
 import time
 from dataclasses import dataclass
 
-from .errors import HeaderTooLarge, MalformedHttp, PayloadTooLarge, TargetTooLong
+from ..errors import HeaderTooLarge, MalformedHttp, PayloadTooLarge, TargetTooLong
 
 MAX_LINE_BYTES = 8192  # the request line, and each header line
 MAX_HEAD_BYTES = 65536  # every header line together (the trailer section too)

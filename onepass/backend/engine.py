@@ -19,14 +19,17 @@ import urllib.parse
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
-from .decision import TWO_WAY, Read, ReadResult
-from .errors import EngineFailed, EngineUnavailable, InvalidRequest, Problem
+from ..decision import TWO_WAY, Read, ReadResult
+from ..errors import EngineFailed, EngineUnavailable, InvalidRequest, OverBudget, Problem
 
 MAX_LOGPROB_TOKEN_IDS = 128  # vLLM 0.32's cap on logprob_token_ids per request
 IDLE_KEEPALIVE_S = 4.0  # uvicorn (vLLM) closes idle keep-alive connections after 5 s
 COUNT_CACHE = 50_000  # token counts kept (32-byte keys)
-CONTEXT_MARKERS = ("maximum context length", "maximum model length", "too many tokens",
-                   "one-step budget")  # the last: the engine plugin's two-way prompt limit
+# vLLM's own context-length refusals carry no machine code, so they are known by their words.
+CONTEXT_MARKERS = ("maximum context length", "maximum model length", "too many tokens")
+# The engine plugin's refusals are typed: the error's `param` is a JSON object with this key
+# naming the refusal (engine/onepass_engine/admission.py writes it).
+PLUGIN_ERROR_KEY, OVER_BUDGET = "onepass_error", "two_way_budget"
 
 
 class Engine:
@@ -91,10 +94,13 @@ class Engine:
         status, doc = self.call(method, path, body)
         if status == 200:
             return doc
-        message = _vllm_message(doc)
+        message, refusal = _vllm_message(doc), _plugin_refusal(doc)
+        too_long = [Problem(("state",), "the prompt is longer than this server can read: "
+                            f"{message}", "too_long")]
+        if status == 400 and refusal.get(PLUGIN_ERROR_KEY) == OVER_BUDGET:
+            raise OverBudget(too_long, int(refusal["budget_tokens"]))
         if status == 400 and any(m in message.lower() for m in CONTEXT_MARKERS):
-            raise InvalidRequest([Problem(("state",), "the prompt is longer than this server "
-                                          f"can read: {message}", "too_long")])
+            raise InvalidRequest(too_long)
         kind = EngineUnavailable if status in (503, 529) else EngineFailed
         raise kind(f"vLLM answered {path} with HTTP {status}: {message}")
 
@@ -212,3 +218,19 @@ def _vllm_message(doc: dict) -> str:
     if isinstance(err, dict):
         return str(err.get("message", ""))[:500]
     return str(doc)[:500]
+
+
+def _plugin_refusal(doc: dict) -> dict:
+    """The engine plugin's typed refusal: vLLM passes the error's `param` through, and the
+    plugin writes a JSON object there ({} for any other error)."""
+    err = doc.get("error") if isinstance(doc, dict) else None
+    param = err.get("param") if isinstance(err, dict) else None
+    if not isinstance(param, str) or not param.startswith("{"):
+        return {}
+    try:
+        refusal = json.loads(param)
+    except ValueError:
+        return {}
+    if not isinstance(refusal, dict) or type(refusal.get("budget_tokens")) is not int:
+        return {}
+    return refusal

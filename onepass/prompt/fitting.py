@@ -14,10 +14,11 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from .bm25 import BM25, terms
-from .config import STATE_SELECTIONS
-from .decision import CHOICE, Decision, Option, Question, Read
-from .errors import PayloadTooLarge
+from .. import kinds
+from ..decision import Decision, Option, Question, Read
+from ..errors import PayloadTooLarge
 from .layout import neutral, question_reads, render_state
+from ..profile import STATE_SELECTIONS
 from .state_parts import GAP, render, split
 
 BM25_METHOD, HEAD_TAIL = STATE_SELECTIONS
@@ -68,10 +69,9 @@ def fit(decision: Decision, profile, labels, count, budget: int) -> tuple[list[R
 
 
 def num_reads(decision: Decision, profile) -> int:
-    """How many reads layout makes for the decision (a choice listed in K orders as reads: K)."""
+    """How many reads layout makes for the decision (each kind says, per question)."""
     opts = decision.layout or profile.layout
-    per_choice = opts.orders if opts.orders_as_reads else 1
-    return sum(per_choice if q.kind == CHOICE else 1 for q in decision.questions)
+    return sum(kinds.get(q.kind).num_reads(opts) for q in decision.questions)
 
 
 class Whole:

@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .decision import as_text
-from .errors import PayloadTooLarge
+from ..decision import as_text
+from ..errors import PayloadTooLarge
 from .layout import render_state
 
 GAP = "..."  # stands where parts were left out

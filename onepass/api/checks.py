@@ -1,17 +1,21 @@
-"""Request checks both adapters share: the problem collector, text-valued fields, and the options
-every decision request may carry (attention mode, kwargs.layout, kwargs.calibration).
+"""Request checks both adapters share: the problem collector, text-valued fields, the limits
+both APIs apply, and the options every decision request may carry (attention mode, kwargs.layout,
+kwargs.calibration).
 
-Owns: turning a validated request's parts into the internal Decision (finish): every problem at
-once as one InvalidRequest, then the mode conflict (400), the model name (404) and the
-profile overrides (checked by the server's resolvers).
-Never: knows either API's question shapes or renders a response.
+Owns: turning a checked body's parts into a Request (request): every problem at once as one
+InvalidRequest, then the mode conflict (400). The model name, the overrides' values and the
+images are the pipeline's (they need the profile, or I/O).
+Never: knows either API's question shapes, resolves anything or renders a response.
 """
 from __future__ import annotations
 
-from .decision import MODE_NAMES, Decision, as_text
-from .errors import BadRequest, InvalidRequest, ModelNotFound, Problem
+from ..decision import MODE_NAMES, as_text
+from ..errors import BadRequest, InvalidRequest, Problem
+from . import Request
 
 OPTION_KEYS = ("layout", "calibration")
+MIN_LEVELS, MAX_LEVELS = 2, 10  # a score's levels, on both APIs
+MIN_OPTIONS, MAX_OPTIONS = 2, 255  # a choice's options (the contract's cap; labels may lower it)
 
 
 class Checker:
@@ -50,7 +54,7 @@ def requested_modes(body: dict, check: Checker) -> set[str]:
 
 def option_overrides(body: dict, check: Checker) -> dict:
     """`kwargs.layout` / `kwargs.calibration`: this request's overrides of the profile's prompt
-    techniques and calibration (their values are checked by the server)."""
+    techniques and calibration (their values are checked by the pipeline)."""
     kwargs = body.get("kwargs")
     found = {}
     for key in OPTION_KEYS:
@@ -62,10 +66,9 @@ def option_overrides(body: dict, check: Checker) -> dict:
     return found
 
 
-def finish(check: Checker, body: dict, *, model, state, questions, resolve_model,
-           resolve_mode, resolve_options, collector=None, image_policy=None) -> Decision:
-    """The Decision, once the adapter has checked its own fields into `check`; images are
-    checked (and links fetched) last, when everything else is in order."""
+def request(check: Checker, body: dict, *, model, state, questions, images=(),
+            meta=None) -> Request:
+    """The Request, once the adapter has checked its own fields into `check`."""
     modes = requested_modes(body, check)
     overrides = option_overrides(body, check)
     if not questions and not check.problems:  # never a Decision without a question
@@ -75,13 +78,6 @@ def finish(check: Checker, body: dict, *, model, state, questions, resolve_model
     if len(modes) > 1:
         raise BadRequest("attention_mode and kwargs.attention_mode name different modes "
                          f"({' and '.join(sorted(modes))}); send one")
-    concrete = resolve_model(model)
-    if concrete is None:
-        raise ModelNotFound(f"Unknown model: {model}")
-    layout, calibration = resolve_options(overrides)
-    mode = resolve_mode(next(iter(modes), None))
-    images = collector.resolve(image_policy) if collector else ()
-    if check.problems:
-        raise InvalidRequest(check.problems)
-    return Decision(model=concrete, state=state, questions=tuple(questions), attention_mode=mode,
-                    layout=layout, calibration=calibration, images=images)
+    return Request(model=model, state=state, questions=tuple(questions),
+                   mode=next(iter(modes), None), overrides=overrides, images=tuple(images),
+                   meta=meta)

@@ -4,7 +4,7 @@ head before its body is read, within one deadline, and the drain on SIGTERM.
 Owns: the per-connection request loop, response bytes, closing without resetting an unread
 response, access log lines (method, escaped path, status, time, request id: never bodies or
 keys), and drain-then-stop; conn_table.py holds the cap on open connections.
-Never: validates API fields or decides (server.Service does), or parses framing (framing.py).
+Never: validates API fields or decides (api/ and pipeline.py do), or parses framing (framing.py).
 """
 from __future__ import annotations
 
@@ -24,8 +24,8 @@ import uuid
 
 from . import framing
 from .conn_table import IDLE, READING, WORKING, Conn, Table, fit_descriptors
-from .errors import MalformedHttp, OnepassError, Overloaded, RequestTimeout
-from .server import Service, render_error
+from ..errors import MalformedHttp, OnepassError, Overloaded, RequestTimeout
+from ..server import Service, render_error
 
 log = logging.getLogger("onepass")
 CLIENT_GONE = (TimeoutError, ConnectionError)  # a client that stalled or left
@@ -149,7 +149,7 @@ class Handler(socketserver.BaseRequestHandler):
                 reading, unread = False, 0
                 self.reader.end()  # answering is bounded by the engine timeouts, not this one
                 self.conn.set(WORKING)
-                doc = service.decide(raw, head.fields, adapter)
+                doc = service.pipeline.decide(raw, head.fields, adapter)
             finally:
                 service.slots.give()
             mode = doc.get("x_attention_mode")

@@ -12,7 +12,7 @@ import json
 import re
 import zlib
 
-from .errors import InvalidRequest, PayloadTooLarge, Problem, UnsupportedMediaType
+from ..errors import InvalidRequest, PayloadTooLarge, Problem, UnsupportedMediaType
 
 try:  # Python 3.14+
     from compression import zstd as _zstd

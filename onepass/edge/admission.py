@@ -10,7 +10,7 @@ from __future__ import annotations
 import hmac
 import threading
 
-from .errors import AuthInvalid, AuthMissing
+from ..errors import AuthInvalid, AuthMissing
 
 
 def authorized(key: str, authorization: str | None) -> bool:

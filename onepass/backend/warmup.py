@@ -1,6 +1,7 @@
 """Warm-up requests: every question type once through each API's full request path, before ready.
 
-Owns: the fixed warm-up bodies, each with its route. Never: runs them (server.Service.warm_up does).
+Owns: the warm-up bodies (each kind's questions from its unit in kinds/), each with its route.
+Never: runs them (server.Service.warm_up does).
 """
 from __future__ import annotations
 
@@ -8,35 +9,21 @@ import base64
 import struct
 import zlib
 
+from .. import kinds
+
 STATE = "Order 4471: the customer was charged twice and asks for one charge to be refunded."
 
-WARMUP_BODIES = (
-    {"model": "jev-latest", "state": STATE,
-     "questions": {"refund": {"type": "noul", "instructions": "Is the customer asking for money back?"}}},
-    {"model": "jev-latest", "state": STATE,
-     "questions": {"team": {"type": "choice", "instructions": "Which team should handle it?",
-                            "criteria": {"billing": "Payments and refunds", "tech": None,
-                                         "sales": "Pricing and upgrades"}}}},
-    {"model": "jev-latest", "state": {"ticket": STATE, "plan": "pro"},
-     "questions": {"anger": {"type": "score", "instructions": "How angry is the customer?",
-                             "criteria": ["Calm", "Annoyed", "Furious"]}}},
-    {"model": "jev-latest", "state": [STATE, "Second message: still waiting."],
-     "questions": {"refund": {"type": "noul", "criteria": {"true": "asks for a refund"}},
-                   "team": {"type": "choice", "criteria": {"billing": None, "tech": None}},
-                   "anger": {"type": "score", "criteria": ["Calm", "Annoyed", "Furious"]}}},
-)
-
-
-# /v1/decisions: message input with parts, and a typed (boolean) choice.
+MODEL = "jev-latest"
+# /v1/systemone: each kind's own body, then every kind in one body over a list state.
+WARMUP_BODIES = tuple({"model": MODEL, **k.warmup_body(STATE)} for k in kinds.KINDS.values()) + (
+    {"model": MODEL, "state": [STATE, "Second message: still waiting."],
+     "questions": dict(k.warmup_short for k in kinds.KINDS.values())},)
+# /v1/decisions: message input with parts, and each kind's question (a typed, boolean choice).
 DECISIONS_BODY = {
-    "model": "jev-latest",
+    "model": MODEL,
     "input": [{"role": "user", "content": [{"type": "input_text", "text": STATE},
                                            {"type": "input_json", "data": {"order": 4471}}]}],
-    "questions": [{"type": "predicate", "name": "refund", "instructions": "A refund is asked for."},
-                  {"type": "choice", "instructions": "Refund approved?",
-                   "choices": [{"value": True}, {"value": False}]},
-                  {"type": "score", "instructions": "How angry?",
-                   "levels": [{"label": "calm"}, {"label": "furious"}]}]}
+    "questions": [k.warmup_decisions for k in kinds.KINDS.values()]}
 
 
 def png(width: int, height: int, rgb: tuple[int, int, int]) -> bytes:

@@ -8,7 +8,8 @@ placeholder inside a string of the state, instructions or criteria becomes that 
 and each asset is shown once), OpenAI `input_image` parts; the per-request count; fetching links
 (fetch.py) and checking bytes (images.py) with every refusal naming the image and its place.
 Never: decodes pixels, logs or echoes links or bytes, lets vLLM fetch (it gets data URLs only).
-In: request fragments from an adapter. Out: `[image N]` labels in its text, then Images.
+In: request fragments from an adapter (no I/O while collecting). Out: `[image N]` labels in its
+text and Sources; later (resolve, the pipeline's images step) the Images.
 """
 from __future__ import annotations
 
@@ -16,8 +17,11 @@ import re
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from . import fetch, images
-from .config import Vision
+from . import fetch
+
+from . import formats
+from ..profile import Vision
+from ..errors import InvalidRequest, Problem
 
 # A data URL inside any string: the base64 runs to the first character that cannot be in it.
 DATA_URL = re.compile(r"data:image/[\w.+-]*;base64,[A-Za-z0-9+/=]*")
@@ -137,28 +141,32 @@ class Collector:
                            "value_error")
         return labels
 
-    def resolve(self, policy: Policy | None) -> tuple:
-        """The Images, in label order; every refusal is a problem naming the image. No policy
-        (or no vision settings): a text-only model."""
-        if not self.sources:
-            return ()
-        vision = policy.vision if policy else None
-        if vision is None:
-            model = f" ({policy.model})" if policy else ""
-            self.check.add(self.sources[0].loc, f"this server's model{model} reads text only; "
-                           "images need a vision-language model profile", "unsupported")
-            return ()
-        if len(self.sources) > vision.max_images:
-            self.check.add(self.sources[vision.max_images].loc, "this server reads at most "
-                           f"{vision.max_images} images per request; this one has "
-                           f"{len(self.sources)}", "too_long")
-            return ()
+
+def resolve(sources, policy: Policy | None) -> tuple:
+    """The Images of a request's sources, in label order: links fetched, bytes checked. Every
+    refusal is a problem naming the image, all raised as one InvalidRequest. No policy (or no
+    vision settings): a text-only model."""
+    if not sources:
+        return ()
+    problems = []
+    vision = policy.vision if policy else None
+    if vision is None:
+        model = f" ({policy.model})" if policy else ""
+        problems.append(Problem(sources[0].loc, f"this server's model{model} reads text only; "
+                                "images need a vision-language model profile", "unsupported"))
+    elif len(sources) > vision.max_images:
+        problems.append(Problem(sources[vision.max_images].loc, "this server reads at most "
+                                f"{vision.max_images} images per request; this one has "
+                                f"{len(sources)}", "too_long"))
+    else:
         with ThreadPoolExecutor(MAX_FETCHES, thread_name_prefix="image") as pool:
-            found = list(pool.map(lambda s: _image(s, policy), self.sources))
-        for n, (source, image) in enumerate(zip(self.sources, found), 1):
-            if isinstance(image, str):
-                self.check.add(source.loc, f"image {n}: {image}", "image_invalid")
-        return tuple(found)
+            found = list(pool.map(lambda s: _image(s, policy), sources))
+        problems = [Problem(source.loc, f"image {n}: {image}", "image_invalid")
+                    for n, (source, image) in enumerate(zip(sources, found), 1)
+                    if isinstance(image, str)]
+    if problems:
+        raise InvalidRequest(problems)
+    return tuple(found)
 
 
 def replace_placeholders(value, labels: dict):
@@ -202,14 +210,14 @@ def _image(source: Source, policy: Policy):
     v = policy.vision
     try:
         if source.kind == "data_url":
-            return images.from_data_url(source.value, v.max_bytes, v.max_pixels)
+            return formats.from_data_url(source.value, v.max_bytes, v.max_pixels)
         if source.kind == "base64":
-            return images.from_base64(source.value, v.max_bytes, v.max_pixels)
+            return formats.from_base64(source.value, v.max_bytes, v.max_pixels)
         if source.kind == "bytes":
-            return images.from_bytes(source.value, v.max_bytes, v.max_pixels)
+            return formats.from_bytes(source.value, v.max_bytes, v.max_pixels)
         if policy.links is None:
             return "image links are switched off on this server; send the image inline"
         data, _ = fetch.fetch(source.value, policy.links)
-        return images.from_bytes(data, v.max_bytes, v.max_pixels)
-    except (images.BadImage, fetch.FetchRefused) as e:
+        return formats.from_bytes(data, v.max_bytes, v.max_pixels)
+    except (formats.BadImage, fetch.FetchRefused) as e:
         return str(e)

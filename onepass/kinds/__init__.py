@@ -1,0 +1,49 @@
+"""The question kinds, registered in one place: noul, choice, score.
+
+Owns: the registry (name -> Kind) and the lookups every stage uses; an unknown kind raises
+UnknownKind (the profile check turns that into a start-up error), never a fallback.
+Adding a kind: one module beside these (a Kind subclass, see base.py) and one line in KINDS.
+"""
+from __future__ import annotations
+
+from . import choice, noul, score
+from .base import Kind
+
+KINDS: dict[str, Kind] = {}
+
+
+class UnknownKind(LookupError):
+    pass
+
+
+def register(kind: Kind) -> None:
+    if kind.name in KINDS:
+        raise ValueError(f"question kind {kind.name!r} is registered twice")
+    KINDS[kind.name] = kind
+
+
+def get(name: str) -> Kind:
+    try:
+        return KINDS[name]
+    except KeyError:
+        raise UnknownKind(f"no question kind {name!r} is registered (known: "
+                          f"{', '.join(KINDS)})") from None
+
+
+def names() -> tuple[str, ...]:
+    return tuple(KINDS)
+
+
+def by_api(api: str) -> dict[str, Kind]:
+    """The kinds by their `type` on one API ("systemone" or "decisions")."""
+    return {getattr(k, api): k for k in KINDS.values()}
+
+
+def spoken(items, last: str = "and") -> str:
+    """"a, b and c" (or "a, b or c"): how messages list kinds."""
+    items = list(items)
+    return f"{', '.join(items[:-1])} {last} {items[-1]}" if len(items) > 1 else "".join(items)
+
+
+for _unit in (noul, choice, score):  # the registration, in the order prompts and lists use
+    register(_unit.KIND)

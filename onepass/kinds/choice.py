@@ -1,0 +1,125 @@
+"""The choice kind: one of up to 255 named options, listed in one or more rotated orders.
+
+Owns: the choice prompt lines (options in K rotated orders, in one prompt with labels of their
+own per copy, or one read each), its answer and confidence, and its renderings (option keys on
+/v1/systemone, typed values on /v1/decisions: `true` and `"true"` are different choices).
+"""
+from __future__ import annotations
+
+from ..api.checks import MAX_OPTIONS, MIN_OPTIONS
+from ..decision import CHOICE, Answer, Option
+from ..errors import InvalidRequest, Problem
+from .base import Kind, best, described, entries, is_criteria, listed_lines, unknown_fields
+
+
+def confidence(probs) -> float:
+    """TypeSafe's formula: (p_max - 1/n) / (1 - 1/n), 1 for a single option."""
+    n = len(probs)
+    if n == 1:
+        return 1.0
+    return min(1.0, max(0.0, (max(probs) - 1 / n) / (1 - 1 / n)))
+
+
+def _text(option: Option) -> str:
+    return option.key if option.text is None else f"{option.key}: {option.text}"
+
+
+def _rotation(n: int, j: int, k: int) -> tuple[int, ...]:
+    """Copy j lists the options starting at option j*n/k, so each order differs most."""
+    start = j * n // k
+    return tuple((start + i) % n for i in range(n))
+
+
+def _read(q, lists, order: int | None):
+    lines = listed_lines(q, lists, "Options:", "the label of the best option", _text)
+    pairs = tuple(p for labels, _ in lists for p in labels)
+    option_of_label = tuple(o for _, rot in lists for o in rot)
+    order_of_label = tuple((order if order is not None else j) for j, (_, rot) in enumerate(lists)
+                           for _ in rot)
+    return lines, pairs, option_of_label, order_of_label
+
+
+class Choice(Kind):
+    name, systemone, decisions = CHOICE, "choice", "choice"
+    label_key, labels_needed, all_labels_single = "choice_labels", "2+", False
+    prior = True
+    decisions_keys = frozenset({"type", "name", "instructions", "choices"})
+    warmup_short = ("team", {"type": "choice", "criteria": {"billing": None, "tech": None}})
+    warmup_decisions = {"type": "choice", "instructions": "Refund approved?",
+                        "choices": [{"value": True}, {"value": False}]}
+
+    def labels_ok(self, labels) -> bool:
+        return len(labels) >= 2
+
+    def warmup_body(self, state: str) -> dict:
+        return {"state": state, "questions": {"team": {
+            "type": "choice", "instructions": "Which team should handle it?",
+            "criteria": {"billing": "Payments and refunds", "tech": None,
+                         "sales": "Pricing and upgrades"}}}}
+
+    def num_reads(self, opts) -> int:
+        return opts.orders if opts.orders_as_reads else 1
+
+    def listings(self, q, labels, opts):
+        n, usable = len(q.options), labels.choice
+        if n > len(usable):  # the adapter checks this too; keep layout safe
+            raise InvalidRequest([Problem(("questions",), "this server accepts at most "
+                                          f"{len(usable)} options per choice", "too_long")])
+        k = min(opts.orders, n)  # n orders: each option once in each position
+        rotations = [_rotation(n, j, k) for j in range(k)]
+        if opts.orders_as_reads:
+            return [_read(q, [(usable[:n], order)], j) for j, order in enumerate(rotations)]
+        copies = min(k, len(usable) // n)  # each copy needs labels of its own
+        return [_read(q, [(usable[j * n:(j + 1) * n], rotations[j]) for j in range(copies)],
+                      None)]
+
+    def answer(self, probs):
+        return Answer(self.name, tuple(probs), confidence(probs), 0.0, best(probs))
+
+    def systemone_options(self, criteria, loc, check, max_options, instructions=None):
+        if not is_criteria(criteria, dict, loc, check,
+                           "choice criteria must be an object of option -> description"):
+            return []
+        if len(criteria) < MIN_OPTIONS:
+            check.add(loc, f"a choice needs at least two options, got {len(criteria)}",
+                      "too_short")
+        elif len(criteria) > max_options:
+            check.add(loc, f"this server accepts at most {max_options} options per choice, "
+                      f"got {len(criteria)}", "too_long")
+        return [Option(key, check.text(desc, loc + (key,))) for key, desc in criteria.items()]
+
+    def systemone_answer(self, q, a, legend):
+        return {"type": CHOICE, "choice": q.options[a.best].key,
+                "probabilities": {o.key: p for o, p in zip(q.options, a.probabilities)},
+                "confidence": a.confidence}
+
+    def decisions_options(self, raw, loc, check, max_choices):
+        loc = loc + ("choices",)
+        values, options, seen = [], [], set()
+        for j, entry in enumerate(entries(raw.get("choices"), loc, check, MIN_OPTIONS,
+                                          min(MAX_OPTIONS, max_choices), "choices")):
+            value = entry.get("value")
+            unknown_fields(entry, {"value", "description"}, loc + (j,), check)
+            if not isinstance(value, (str, bool)):
+                check.add(loc + (j, "value"), "a choice value must be a string or a boolean",
+                          "invalid_type")
+                continue
+            typed = (type(value), value)  # "true" and true are different choices
+            if typed in seen:
+                check.add(loc + (j, "value"), f"duplicate choice value {value!r}",
+                          "duplicate_value")
+            seen.add(typed)
+            described(entry, loc + (j,), check)
+            key = value if isinstance(value, str) else ("true" if value else "false")
+            values.append(value)
+            options.append(Option(key, entry.get("description")))
+        return tuple(values), options
+
+    def decisions_answer(self, name, values, a):
+        return {"type": "choice", "name": name, "choice": values[a.best],
+                "confidence": a.confidence,
+                "probabilities": [{"value": v, "probability": p}
+                                  for v, p in zip(values, a.probabilities)]}
+
+
+KIND = Choice()

@@ -1,0 +1,161 @@
+"""The decision path: a request body in, the response document out, one line per step.
+
+Owns: the order of the steps (decide; onepass.STEPS lists them, and each line that runs one is
+marked `# step:`), resolving a Request against the profile once (model name, attention mode,
+kwargs.layout and kwargs.calibration checked into the Decision), the engine facts learnt at start-up (labels, context length,
+two-way) and from the plugin's typed refusal (its one-step budget), the re-read policy and blend.
+Never: touches HTTP or readiness (server.py, edge/), knows an API's field names (api/) or a
+kind's (kinds/), builds prompts or computes probabilities (prompt/, readout.py).
+In: body bytes, their headers and the route's adapter. Out: the adapter's response document.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from . import kinds, readout
+from .api import Limits
+from .api.checks import MAX_OPTIONS
+from .decision import TWO_WAY, Decision, Outcome
+from .edge import transport
+from .errors import BadRequest, InvalidRequest, ModelNotFound, OverBudget, Problem
+from .images import inputs
+from .profile import MAX_REPEAT, Calibration, ConfigError, check_calibration, check_layout
+from .prompt import fitting
+
+
+class Pipeline:
+    """The request path for either API, with what start-up learnt about the engine."""
+
+    def __init__(self, settings, engine, image_policy):
+        self.settings, self.profile, self.engine = settings, settings.model, engine
+        self.image_policy = image_policy
+        self.labels = None  # the verified LabelSet, set by the start-up guard
+        self.two_way = False  # set by the start-up probe: the engine plugin reads two-way
+        self.max_len = self.profile.max_model_len  # the served context, learnt at start-up
+        self.two_way_budget = None  # the plugin's one-step budget, learnt from its first refusal
+
+    def decide(self, raw: bytes, headers, api) -> dict:
+        """One request through every step, in the order onepass/__init__.py lists them."""
+        request = api.parse(*self.body(raw, headers), self.limits)  # step: parse
+        decision = self.resolve(request)  # step: resolve
+        decision = replace(decision, images=inputs.resolve(  # step: images
+            request.images, self.image_policy))
+        outcome = self.answer(decision)  # steps: fit, reads, readout, reread
+        return api.render(outcome, decision, request.meta)  # step: render
+
+    def body(self, raw: bytes, headers) -> tuple:
+        """(JSON value, multipart files): the body decoded and parsed, before any API field."""
+        return transport.parse(transport.decode(raw, headers.get("Content-Encoding", ""),
+                                                self.settings.max_decoded_bytes),
+                               headers.get("Content-Type", ""))
+
+    @property
+    def limits(self) -> Limits:
+        return Limits(max_choice_options=min(MAX_OPTIONS, len(self.labels.choice)),
+                      max_questions=self.settings.max_questions)
+
+    # -- resolve: the request against the profile, once -----------------------------------
+    def resolve(self, request) -> Decision:
+        """The Decision: the concrete model (404), the overrides' values (422), the mode (400),
+        in that order; the layout and calibration that apply are fixed here for every step."""
+        model = self.resolve_model(request.model)
+        if model is None:
+            raise ModelNotFound(f"Unknown model: {request.model}")
+        layout, calibration = self.resolve_options(request.overrides)
+        return Decision(model=model, state=request.state, questions=request.questions,
+                        attention_mode=self.resolve_mode(request.mode), layout=layout,
+                        calibration=calibration)
+
+    def resolve_model(self, name: str) -> str | None:
+        if name == self.profile.model_name or name in self.profile.aliases:
+            return self.profile.model_name
+        return None
+
+    def resolve_options(self, overrides: dict):
+        """The profile's prompt techniques and calibration with a request's `kwargs.layout` and
+        `kwargs.calibration` on top (same keys and ranges; `temperature` may name some kinds);
+        None where the request overrides nothing."""
+        layout = calibration = None
+        try:
+            if "layout" in overrides:
+                layout = replace(self.profile.layout, **overrides["layout"])
+                check_layout(layout, "kwargs.layout")
+        except (TypeError, ConfigError) as e:
+            raise InvalidRequest([Problem(("kwargs", "layout"), str(e), "value_error")]) from None
+        try:
+            if "calibration" in overrides:
+                given = dict(overrides["calibration"])
+                if "fitted" in given:
+                    raise TypeError("fitted is the profile's record; a request cannot set it")
+                base = self.profile.calibration
+                temps = given.pop("temperature", {})
+                if not isinstance(temps, dict):
+                    raise TypeError("temperature must be an object of kind -> T")
+                calibration = replace(base, temperature={**base.temperature, **temps}, **given)
+                check_calibration(calibration, "kwargs.calibration")
+        except (TypeError, ConfigError) as e:
+            raise InvalidRequest([Problem(("kwargs", "calibration"), str(e),
+                                          "value_error")]) from None
+        return layout, calibration
+
+    def resolve_mode(self, requested: str | None) -> str:
+        mode = requested or self.profile.attention_mode
+        if mode == TWO_WAY and not self.two_way:
+            raise BadRequest("two-way (bidirectional) reading needs the onepass engine plugin, "
+                             "and this server's vLLM does not run it; ask for attention_mode "
+                             "causal, or start vLLM with the plugin (serve.sh does by default)")
+        return mode
+
+    def calibration(self, decision: Decision) -> Calibration:
+        return decision.calibration or self.profile.calibration
+
+    # -- fit, reads, readout, re-read ------------------------------------------------------
+    def answer(self, decision: Decision) -> Outcome:
+        """Fit and read every question, turn the reads into probabilities; then read uncertain
+        questions of kinds that re-read a second time with the request written twice, blended
+        2:1 (first:second)."""
+        calibration, opts = self.calibration(decision), decision.layout or self.profile.layout
+        reads, selections, results = self.read(decision, self.settings.max_reads)
+        probs = readout.probabilities(decision, reads, results,  # step: readout
+                                      calibration, opts.shrink)
+        unsure = [i for i, (q, p) in enumerate(zip(decision.questions, probs))
+                  if kinds.get(q.kind).rereads and max(p) < calibration.reread_below]
+        rereads = 0
+        if unsure:  # step: reread
+            again = replace(decision, questions=tuple(decision.questions[i] for i in unsure),
+                            layout=replace(opts, repeat=min(MAX_REPEAT, 2 * opts.repeat)))
+            try:
+                more_reads, _, more = self.read(again, self.settings.max_reads - len(reads))
+            except InvalidRequest:  # it cannot fit, or more reads than allowed: the first stands
+                return readout.outcome(decision, probs, results, 0, calibration.reread_below,
+                                       reads, selections)
+            second = readout.probabilities(again, more_reads, more, calibration, opts.shrink)
+            for i, p in zip(unsure, second):
+                probs[i] = readout.blend(probs[i], p, readout.REREAD_FIRST_WEIGHT)
+            reads, results, rereads = reads + more_reads, results + more, len(unsure)
+        return readout.outcome(decision, probs, results, rereads, calibration.reread_below,
+                               reads, selections)
+
+    def read(self, decision: Decision, max_reads: int):
+        """(reads, selections, results): every question fitted into the context, then read. A
+        two-way read the plugin refuses for its one-step budget (its typed refusal, OverBudget)
+        teaches the shim that budget; the question is then fitted to it and read again. More
+        than max_reads reads is a 422."""
+        needed = fitting.num_reads(decision, self.profile)
+        if needed > max_reads:
+            raise InvalidRequest([Problem(("questions",), f"this request needs {needed} reads of "
+                                          f"the model; this server makes at most "
+                                          f"{self.settings.max_reads} per request", "too_long")])
+        for _ in range(2):
+            budget = self.max_len - 1  # the one token to read follows the prompt
+            if decision.attention_mode == TWO_WAY and self.two_way_budget:
+                budget = min(budget, self.two_way_budget)
+            reads, selections = fitting.fit(decision, self.profile, self.labels,  # step: fit
+                                            self.engine.count, budget)
+            try:
+                return reads, selections, self.engine.read_all(reads)  # step: reads
+            except OverBudget as e:
+                if decision.attention_mode != TWO_WAY or self.two_way_budget:
+                    raise
+                self.two_way_budget = e.budget_tokens
+        raise AssertionError("unreachable: the second round re-raises")

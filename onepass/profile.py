@@ -1,0 +1,234 @@
+"""Profiles: a model's serving profile from serve_config.json, checked once at start-up.
+
+Owns: Profile, Layout (prompt techniques), Calibration and Vision; reading and checking the
+profile file (unknown keys are errors) and a request's kwargs.layout / kwargs.calibration against
+the same ranges (check_layout, check_calibration). Label lists are read per registered question
+kind (`<kind>_labels`), and calibration names exactly the registered kinds: a kind the registry
+does not know fails here, at start-up.
+Never: changes after start-up, reads os.environ (config.py does) or answers requests.
+In: the config file's path and a profile name. Out: (name, Profile) or ConfigError.
+"""
+from __future__ import annotations
+
+import itertools
+import json
+from dataclasses import MISSING, dataclass, field, fields
+
+from . import kinds
+
+
+class ConfigError(Exception):
+    pass
+
+
+STATE_SELECTIONS = ("bm25", "head_tail")
+MAX_PRIOR_NATS = 50.0  # label_prior's bound: a prior beyond it would be a bug, not a fit
+MAX_ORDERS = 8  # layout.orders' bound: an 8-option choice can be read in every cyclic order
+MAX_REPEAT = 4  # layout.repeat's bound; a re-read doubles repeat up to it (serve.sh sizes
+# vLLM's images per prompt by it: every copy of the state shows every image)  # fitting.py: BM25 per question, or head and tail
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Prompt techniques (layout.py); each is off unless a profile turns it on."""
+    guard_line: bool = True  # the system line saying the record is data, not instructions
+    question_first: bool = False  # the question (and options) before the record
+    repeat: int = 1  # record and question written this many times in the user turn
+    orders: int = 1  # choice options listed in up to this many rotated orders (at most one
+    # per option: orders >= n reads every cyclic order of an n-option choice) ...
+    orders_as_reads: bool = False  # ... in one prompt (own labels per copy) or one read each
+    shrink: float = 0.0  # toward uniform, times the disagreement between the orders
+    compact_json: bool = True  # a JSON state as compact JSON, else indented
+    state_selection: str = "bm25"  # a state too long for the context: what each question keeps
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Applied to label log-probs (readout.py); `fitted` says what was fitted on what data."""
+    temperature: dict  # noul / choice / score (/ image: any kind, images sent) -> T
+    noul_floor: float = 0.0  # 0, or in (0.5, 1): the chosen yes/no side reported at least this
+    reread_below: float = 0.0  # choice/score confidence under this: read again (0 = off)
+    fitted: dict | None = None
+    # noul / choice -> {option count: nats taken off the label log-prob at each listing
+    # position (A, B, ... or yes, no)}: the model's measured preference for a position
+    label_prior: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Vision:
+    """A vision-language profile's image settings (images reach vLLM as data URLs only)."""
+    placeholder: str  # what the model's chat template writes for an image part (`<image>`)
+    reserved: tuple[str, ...]  # image token strings that client text may not carry as such
+    tokens_per_image: int  # the most prompt tokens one image takes after vLLM's processor
+    max_images: int = 4  # per request, every form counted
+    max_bytes: int = 20 * 1024 * 1024  # per image, as sent or fetched
+    max_pixels: int = 50_000_000  # per image, from its header: larger is refused (not decoded)
+    processor_kwargs: dict | None = None  # vLLM's --mm-processor-kwargs (the scaling cap)
+
+
+@dataclass(frozen=True)
+class Profile:
+    """One model's serving profile from serve_config.json."""
+    served_model_name: str  # the name vLLM serves (sent to vLLM)
+    model_name: str  # the concrete name answers carry
+    aliases: tuple[str, ...]  # request names resolved to model_name (jev-latest, ...)
+    description: str
+    release_date: str
+    chat_template: dict  # system / user / assistant: prompt text around each turn
+    system_prompt: str
+    labels: dict  # kind -> its label candidates, in order, from `<kind>_labels` in the file
+    # ("A-Z" / "AA-ZZ" style ranges expanded on load; start-up keeps the single-token ones)
+    layout: Layout
+    calibration: Calibration
+    max_model_len: int
+    tokenizer_contract: str | None  # tokenizer/ file checked at start-up; None: not recorded yet
+    trained_two_way: bool  # the model was trained to read two-way (bidirectional prefill)
+    attention_mode: str  # the default mode; "bidirectional" only when trained_two_way
+    two_way_probes: tuple  # {state, question, reference: [P(yes), P(no)] or null}, read at start
+    provenance: dict  # which values were fitted or chosen from measurements, on what, and which not
+    vision: Vision | None = None  # None: a text-only model (image requests get a 422)
+    embedded: str | None = None  # the checkpoint serve.sh builds when no model is given
+    vllm_args: tuple[str, ...] = ()  # the flags this profile needs from vLLM (serve.sh adds them)
+
+
+def load_profile(path: str, name: str) -> tuple[str, Profile]:
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+    except (OSError, ValueError) as e:
+        raise ConfigError(f"cannot read {path}: {e}") from None
+    _check_keys(doc, {"default_profile", "profiles"}, path)
+    name = name or doc["default_profile"]
+    if name not in doc["profiles"]:
+        raise ConfigError(f"{path}: no profile {name!r}; known: {sorted(doc['profiles'])}")
+    raw = dict(doc["profiles"][name])
+    label_keys = {k.label_key: k.name for k in kinds.KINDS.values() if k.label_key}
+    wanted = {f.name for f in fields(Profile) if f.default is MISSING} - {"labels"}
+    optional = {f.name for f in fields(Profile)} - wanted - {"labels"}
+    raw.pop("comment", None)
+    _check_keys({k: v for k, v in raw.items() if k not in optional}, wanted | set(label_keys),
+                f"{path} profile {name!r}")
+    raw["labels"] = {kind: tuple(expand_labels(raw.pop(key))) for key, kind in label_keys.items()}
+    try:
+        raw["layout"] = Layout(**raw["layout"])
+        raw["calibration"] = Calibration(**raw["calibration"])
+        if raw.get("vision") is not None:
+            raw["vision"] = Vision(**{k: tuple(v) if k == "reserved" else v
+                                      for k, v in raw["vision"].items()})
+        profile = Profile(**{k: tuple(v) if isinstance(v, list) else v for k, v in raw.items()})
+    except TypeError as e:
+        raise ConfigError(f"{path} profile {name!r}: {e}") from None
+    _check_profile(profile, f"{path} profile {name!r}")
+    return name, profile
+
+
+def expand_labels(specs) -> list[str]:
+    """"A-Z" -> A..Z; "AA-ZZ" -> AA, AB, ..., ZZ (each position over its own range)."""
+    if not isinstance(specs, list) or not all(isinstance(s, str) and s for s in specs):
+        raise ConfigError(f"labels must be a list of non-empty strings, got {specs!r}")
+    out = []
+    for spec in specs:
+        lo, sep, hi = spec.partition("-")
+        if not sep or len(lo) != len(hi) or not lo or not (lo + hi).isalnum():
+            out.append(spec)
+            continue
+        out.extend("".join(chars) for chars in itertools.product(
+            *(map(chr, range(ord(a), ord(b) + 1)) for a, b in zip(lo, hi))))
+    return out
+
+
+def _check_keys(doc: dict, wanted: set, where: str) -> None:
+    if not isinstance(doc, dict):
+        raise ConfigError(f"{where}: expected an object")
+    unknown, missing = set(doc) - wanted, wanted - set(doc)
+    if unknown or missing:
+        raise ConfigError(f"{where}: unknown keys {sorted(unknown)}, missing keys {sorted(missing)}")
+
+
+def _check_profile(p: Profile, where: str) -> None:
+    if set(p.chat_template) != {"system", "user", "assistant"}:
+        raise ConfigError(f"{where}: chat_template needs exactly system, user and assistant")
+    if not all("{content}" in p.chat_template[k] for k in ("system", "user")):
+        raise ConfigError(f"{where}: chat_template system and user need a {{content}} slot")
+    labelled = [k for k in kinds.KINDS.values() if k.label_key]
+    if not all(k.labels_ok(p.labels[k.name]) for k in labelled):
+        raise ConfigError(f"{where}: need " + ", ".join(f"{k.labels_needed} {k.name} labels"
+                                                        for k in labelled))
+    if not isinstance(p.provenance, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in p.provenance.items()):
+        raise ConfigError(f"{where}: provenance must be an object of setting -> where it came from")
+    if p.tokenizer_contract is not None and not isinstance(p.tokenizer_contract, str):
+        raise ConfigError(f"{where}: tokenizer_contract must be a path under tokenizer/ or null")
+    if p.max_model_len < 16:
+        raise ConfigError(f"{where}: max_model_len must be >= 16")
+    check_layout(p.layout, where)
+    check_calibration(p.calibration, where)
+    if p.vision is not None:
+        _check_vision(p.vision, where)
+    if not all(isinstance(a, str) for a in p.vllm_args):
+        raise ConfigError(f"{where}: vllm_args must be a list of strings")
+    if p.attention_mode not in ("causal", "bidirectional") or not isinstance(p.trained_two_way,
+                                                                            bool):
+        raise ConfigError(f"{where}: attention_mode must be causal or bidirectional and "
+                          f"trained_two_way true or false")
+    if p.attention_mode == "bidirectional" and not p.trained_two_way:
+        raise ConfigError(f"{where}: a model not trained for two-way reading cannot default to "
+                          f"it (set trained_two_way only for models trained that way)")
+    for probe in p.two_way_probes:
+        ref = probe.get("reference") if isinstance(probe, dict) else None
+        if (not isinstance(probe, dict) or set(probe) != {"state", "question", "reference"}
+                or not (ref is None or (isinstance(ref, list) and len(ref) == 2))):
+            raise ConfigError(f"{where}: each two_way_probes entry needs state, question and "
+                              f"reference (null or [P(yes), P(no)])")
+
+
+def _check_vision(v: Vision, where: str) -> None:
+    ints = (v.tokens_per_image, v.max_images, v.max_bytes, v.max_pixels)
+    if not (isinstance(v.placeholder, str) and v.placeholder and v.placeholder in v.reserved
+            and all(isinstance(r, str) and r for r in v.reserved)
+            and all(type(n) is int and n > 0 for n in ints)
+            and (v.processor_kwargs is None or isinstance(v.processor_kwargs, dict))):
+        raise ConfigError(f"{where}: vision needs a placeholder listed in reserved, positive "
+                          f"tokens_per_image, max_images, max_bytes and max_pixels; got {v}")
+
+
+def check_layout(layout: Layout, where: str) -> None:
+    """Types and ranges of the prompt techniques (also used for per-request overrides)."""
+    ok = (isinstance(layout.guard_line, bool) and isinstance(layout.question_first, bool)
+          and isinstance(layout.orders_as_reads, bool) and isinstance(layout.compact_json, bool)
+          and type(layout.repeat) is int and 1 <= layout.repeat <= MAX_REPEAT
+          and type(layout.orders) is int and 1 <= layout.orders <= MAX_ORDERS
+          and isinstance(layout.shrink, (int, float)) and 0 <= layout.shrink <= 1
+          and layout.state_selection in STATE_SELECTIONS)
+    if not ok:
+        raise ConfigError(f"{where}: layout needs booleans, repeat 1-{MAX_REPEAT}, orders "
+                          f"1-{MAX_ORDERS}, shrink 0-1, state_selection one of {', '.join(STATE_SELECTIONS)}; got {layout}")
+
+
+def check_calibration(c: Calibration, where: str) -> None:
+    temps, names = c.temperature, set(kinds.names())
+    if (not isinstance(temps, dict) or not names <= set(temps)
+            or not set(temps) <= names | {"image"}
+            or not all(_number(t) and 1e-3 <= t <= 1e3 for t in temps.values())):
+        # bounded: log-probs divided by it stay finite floats whatever number a request sends
+        raise ConfigError(f"{where}: calibration.temperature needs {kinds.spoken(kinds.names())}"
+                          f" in [0.001, 1000] (and may have image: every answer about an image)")
+    if not (_number(c.noul_floor) and (c.noul_floor == 0 or 0.5 < c.noul_floor < 1)
+            and _number(c.reread_below) and 0 <= c.reread_below <= 1):
+        raise ConfigError(f"{where}: noul_floor must be 0 (off) or in (0.5, 1), reread_below in [0, 1]")
+    with_prior = [k.name for k in kinds.KINDS.values() if k.prior]
+    if not (isinstance(c.label_prior, dict) and set(c.label_prior) <= set(with_prior)
+            and all(isinstance(per_n, dict) and all(_prior_ok(n, v) for n, v in per_n.items())
+                    for per_n in c.label_prior.values())):
+        raise ConfigError(f"{where}: label_prior maps {kinds.spoken(with_prior, 'and/or')} to {{option count: "
+                          f"that many numbers within ±{MAX_PRIOR_NATS}}} (nats per position)")
+
+
+def _prior_ok(n, values) -> bool:
+    return (isinstance(n, str) and n.isdigit() and isinstance(values, list)
+            and len(values) == int(n) and all(_number(b) and abs(b) <= MAX_PRIOR_NATS
+                                              for b in values))
+
+
+def _number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
