@@ -3,7 +3,7 @@ getting hostile requests past validation (fuzzing: the shim must then do all its
 failure injection (an engine that fails with 5xx, or answers slowly). Never used to test what an
 answer says: its log-probs are a hash of the prompt.
 
-It answers what the shim asks (onepass/engine.py, onepass/probes.py): /v1/models (the profile's
+It answers what the shim asks (onepass/backend/engine.py, onepass/backend/probes.py): /v1/models (the profile's
 served name and context), /tokenize (a word-level tokenizer; the tokenizer contract's probe texts
 give the contract's ids; chat messages are rendered with the profile's template, so the start-up
 guard passes), and /v1/completions with `logprob_token_ids` (over the context: vLLM's 400).

@@ -506,11 +506,13 @@ class TestConfig(unittest.TestCase):
 
 class TestStdlibOnly(unittest.TestCase):
     def test_shim_imports_only_the_standard_library(self):
-        """shim: importing every module in an isolated interpreter loads only stdlib modules."""
+        """shim: importing every module, in every subpackage, in an isolated interpreter with no
+        site-packages loads only stdlib modules."""
         code = (f"import sys; sys.path.insert(0, {str(ROOT)!r})\n"
                 "import pkgutil, importlib, shim, onepass\n"
-                "for m in pkgutil.iter_modules(onepass.__path__): "
-                "importlib.import_module('onepass.' + m.name)\n"
+                "names = [m.name for m in pkgutil.walk_packages(onepass.__path__, 'onepass.')]\n"
+                "for name in names: importlib.import_module(name)\n"
+                "assert 'onepass.kinds.noul' in names and 'onepass.pipeline' in names, names\n"
                 "ours = {'shim', 'onepass', '__main__'}\n"
                 "bad = sorted({n.split('.')[0] for n in sys.modules} - set(sys.stdlib_module_names)"
                 " - set(sys.builtin_module_names) - ours)\n"
@@ -518,6 +520,27 @@ class TestStdlibOnly(unittest.TestCase):
         out = subprocess.run([sys.executable, "-I", "-S", "-c", code], cwd=ROOT,
                              capture_output=True, text=True)
         self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
+
+    def test_the_package_lists_the_pipeline_steps_in_order(self):
+        """onepass/__init__.py's STEPS and docstring list the steps pipeline.decide runs, in the
+        order its `# step:` lines run them; fit, reads, readout and reread each run in answer
+        or read, marked there too."""
+        import onepass
+        source = (ROOT / "onepass" / "pipeline.py").read_text()
+        decide = source[source.index("    def decide("):source.index("    def body(")]
+        marked = []
+        for line in decide.splitlines():
+            if "# step: " in line:
+                marked.append(line.split("# step: ")[1].strip())
+            elif "# steps: " in line:
+                marked += [s.strip() for s in line.split("# steps: ")[1].split(",")]
+        self.assertEqual(tuple(marked), onepass.STEPS)
+        listed = [line.split()[0] for line in onepass.__doc__.split("in order")[1].splitlines()[1:]
+                  if line.startswith("  ") and not line.startswith("   ")]
+        self.assertEqual(tuple(listed), onepass.STEPS)
+        rest = source[source.index("    def answer("):]
+        for step in ("fit", "reads", "readout", "reread"):
+            self.assertIn(f"# step: {step}", rest)
 
     def test_shim_runs_isolated(self):
         """shim: `python3 -I -S shim.py --help` runs (isolated mode, from any directory)."""

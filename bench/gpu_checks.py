@@ -21,7 +21,7 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "tests" / "live"))
 LABELS = list(range(100, 132))
 PROMPTS = [list(range(1000 + 7 * i, 1000 + 7 * i + 60 + 25 * i)) for i in range(4)]
 BUDGET = 512

@@ -34,6 +34,7 @@ sys.path.insert(0, str(ROOT))
 from onepass import config  # noqa: E402
 from onepass.images import inputs as image_inputs  # noqa: E402
 from onepass.api import systemone  # noqa: E402
+from onepass.pipeline import offline  # noqa: E402
 from onepass.backend.engine import Engine  # noqa: E402
 from onepass.prompt.layout import layout  # noqa: E402
 from onepass.backend.probes import verified_labels  # noqa: E402
@@ -100,10 +101,9 @@ def main() -> None:
         **({} if args.layout == "plain" else json.loads(args.layout)))
     extra = {"kwargs": {"layout": asdict(plain)}} if plain else {}
     policy = image_inputs.Policy(profile.model_name, vision, None)
-    parse, parse_plain = (lambda b, lay=lay: systemone.parse(
-        b, max_choice_options=255, max_questions=400, resolve_model=lambda m: m,
-        resolve_mode=lambda mode: mode or "causal", resolve_options=lambda o: (lay, None),
-        image_policy=policy)[0] for lay in (plain, config.Layout()))
+    parse, parse_plain = (lambda b, lay=lay: offline(systemone, b, layout=lay,
+                                                     image_policy=policy)[0]
+                          for lay in (plain, config.Layout()))
     for name, (sentences, questions, images) in {**CASES, **(IMAGE_CASE if vision else {})}.items():
         shim_ms, direct_ms, client_ms, tokens = [], [], [], 0
         for i in range(args.warmup + args.n):

@@ -1,8 +1,8 @@
 """How much of the original record a fitted prompt still shows: the model-free half of
 bench/long_inputs.py.
 
-Owns: running the shim's own fitting (onepass.fitting.fit, with vLLM's tokenizer through
-onepass.engine, the profile's layout and the arm's state_selection) on each padded item, and
+Owns: running the shim's own fitting (onepass.prompt.fitting.fit, with vLLM's tokenizer through
+onepass.backend.engine, the profile's layout and the arm's state_selection) on each padded item, and
 measuring per question the share of the original record's parts (fitting.split: paragraphs, or
 JSON leaf values) that appear in every one of its fitted prompts.
 Never: reads with the model; the answers come from the server (long_inputs.py).
@@ -14,14 +14,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 from onepass import config  # noqa: E402
-from onepass.prompt import fitting  # noqa: E402
+from onepass.prompt import fitting, state_parts  # noqa: E402
 from onepass.api import systemone  # noqa: E402
+from onepass.pipeline import offline  # noqa: E402
 from onepass.decision import compact_json  # noqa: E402
 from onepass.backend.engine import Engine  # noqa: E402
 from onepass.backend.probes import verified_labels  # noqa: E402
 
 
-def shown(part: fitting.Part) -> str:
+def shown(part: state_parts.Part) -> str:
     """The text a prompt shows for a record part: a paragraph as is, a JSON leaf's value as
     compact JSON writes it (a string without its quotes)."""
     if not part.path:
@@ -40,10 +41,7 @@ def recall(vllm_url: str, originals: list, padded: list, method: str, budget: in
         opts = replace(profile.layout, state_selection=method)
         out = {}
         for item, original in zip(padded, originals):
-            decision, meta = systemone.parse(
-                item["body"], max_choice_options=255, max_questions=400,
-                resolve_model=lambda m: m, resolve_mode=lambda mode: mode or "causal",
-                resolve_options=lambda o: (opts, None))
+            decision, meta = offline(systemone, item["body"], layout=opts)
             reads, _ = fitting.fit(decision, profile, labels, engine.count, budget)
             parts = [shown(p) for p in fitting.split(original["body"]["state"])]
             for i, qid in enumerate(meta.ids):

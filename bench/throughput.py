@@ -33,6 +33,7 @@ import latency  # noqa: E402  (cases, states, post, percentiles)
 from onepass import config  # noqa: E402
 from onepass.images import inputs as image_inputs  # noqa: E402
 from onepass.api import systemone  # noqa: E402
+from onepass.pipeline import offline  # noqa: E402
 from onepass.backend.engine import Engine  # noqa: E402
 from onepass.prompt.layout import layout  # noqa: E402
 from onepass.backend.probes import verified_labels  # noqa: E402
@@ -74,10 +75,8 @@ class Direct:
         self.labels = verified_labels(self.engine, profile)
         self.profile, self.plain = profile, config.Layout(question_first=question_first)
         policy = image_inputs.Policy(profile.model_name, None, None)
-        self.parse = lambda body: systemone.parse(
-            body, max_choice_options=255, max_questions=400, resolve_model=lambda m: m,
-            resolve_mode=lambda mode: mode or "causal",
-            resolve_options=lambda o: (self.plain, None), image_policy=policy)[0]
+        self.parse = lambda body: offline(systemone, body, layout=self.plain,
+                                          image_policy=policy)[0]
 
     def decide(self, body: dict) -> None:
         reads = layout(self.parse(body), self.profile, self.labels)

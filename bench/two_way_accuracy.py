@@ -2,8 +2,8 @@
 
 Usage: .venv/bin/python bench/two_way_accuracy.py
 Starts vLLM CPU with the plugin for the embedded SmolLM2 (fp32, then bf16) and for the tiny random-weight
-Qwen3-Next hybrid (bf16; tools/build_hybrid.py), reads tests/engine_calls.py's prompts and labels
-one-way and two-way, and compares with tests/hf_reference.py (the same token ids; two-way = an
+Qwen3-Next hybrid (bf16; tools/build_hybrid.py), reads tests/live/engine_calls.py's prompts and labels
+one-way and two-way, and compares with tests/live/hf_reference.py (the same token ids; two-way = an
 all-zero additive mask, the hybrid's GDN layers causal). Prints, per model, the largest label
 log-prob differences in nats.
 """
@@ -12,7 +12,7 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT / "tests")]
+sys.path[:0] = [str(ROOT / "tests" / "live")]
 import hf_reference  # noqa: E402
 from conftest import CACHE, CPU_ARGS, SMOLLM2, VLLM_TEST_ARGS, start_vllm  # noqa: E402
 from engine_calls import LABELS, PROMPTS, complete, label_logprobs, tokenize  # noqa: E402

@@ -15,7 +15,7 @@ from dataclasses import replace
 from . import kinds, readout
 from .api import Limits
 from .api.checks import MAX_OPTIONS
-from .decision import TWO_WAY, Decision, Outcome
+from .decision import CAUSAL, TWO_WAY, Decision, Outcome
 from .edge import transport
 from .errors import BadRequest, InvalidRequest, ModelNotFound, OverBudget, Problem
 from .images import inputs
@@ -159,3 +159,14 @@ class Pipeline:
                     raise
                 self.two_way_budget = e.budget_tokens
         raise AssertionError("unreachable: the second round re-raises")
+
+
+def offline(api, body, *, layout=None, image_policy=None, max_questions: int = 400):
+    """(Decision, meta) for a body without a server or a profile (benches that call vLLM
+    directly): the model as named, the mode asked for (else causal), `layout` for every read;
+    images under image_policy (None: text only)."""
+    request = api.parse(body, None, Limits(max_choice_options=MAX_OPTIONS,
+                                           max_questions=max_questions))
+    return Decision(model=request.model, state=request.state, questions=request.questions,
+                    attention_mode=request.mode or CAUSAL, layout=layout,
+                    images=inputs.resolve(request.images, image_policy)), request.meta

@@ -1,8 +1,8 @@
 """Reference answers for a profile's two-way start-up probes, from HF transformers.
 
 Usage: .venv/bin/python tools/two_way_reference.py [PROFILE] [--write]
-Lays out each probe exactly as the shim does (onepass.layout), tokenizes it with the model's own
-tokenizer, reads the noul labels with tests/hf_reference.py in fp32 with a full (all-zero)
+Lays out each probe exactly as the shim does (onepass.prompt.layout), tokenizes it with the model's own
+tokenizer, reads the noul labels with tests/live/hf_reference.py in fp32 with a full (all-zero)
 additive mask, and prints [P(yes), P(no)] renormalised over the two labels. --write stores them
 in serve_config.json, where the shim's start-up probe compares vLLM's two-way reads with them.
 """
@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "live")]
 
 from onepass.config import load_profile  # noqa: E402
 from onepass.prompt.layout import LabelSet  # noqa: E402

@@ -3,6 +3,7 @@ plus full attention, bf16, prefix caching in vLLM's `align` mode) built by tools
 served by vLLM with the plugin and by stock vLLM with the same flags. Its answers mean nothing;
 the code paths (recurrent layers, state-block-aligned prefill splits) are the point."""
 import concurrent.futures as cf
+import json
 import subprocess
 import sys
 
@@ -92,3 +93,4 @@ def test_cache_one_token_and_budget(hybrid):
     long_prompt = unique(prompt.replace("Record:\n", "Record:\n" + FILLER))
     status, _, doc = complete(plugin.url, long_prompt, TWO_WAY)
     assert status == 400 and "one-step budget of 1024" in doc["error"]["message"]
+    assert json.loads(doc["error"]["param"])["budget_tokens"] == 1024

@@ -2,6 +2,7 @@
 vLLM started here with the same flags (VLLM_PLUGINS=""), with HF transformers as the reference
 for two-way reads. Nothing here stands in for the engine."""
 import concurrent.futures as cf
+import json
 import math
 
 import pytest
@@ -79,8 +80,9 @@ def test_two_way_returns_exactly_one_token(stack):
 
 
 def test_over_budget_two_way_prompt_is_a_400(stack):
-    """engine: a flagged prompt longer than --max-num-batched-tokens is refused, saying why;
-    the same prompt unflagged is chunked and answered."""
+    """engine: a flagged prompt longer than --max-num-batched-tokens is refused, saying why
+    in words and in the typed refusal clients read (error.param: a JSON object with both
+    counts in tokens); the same prompt unflagged is chunked and answered."""
     prompt = unique(PROMPTS[1].replace("Record:\n", "Record:\n" + FILLER * 2))
     n = len(tokenize(stack.vllm_url, prompt))
     assert 1024 < n < 4096
@@ -88,6 +90,8 @@ def test_over_budget_two_way_prompt_is_a_400(stack):
     assert status == 400, doc
     assert "one-step budget of 1024" in doc["error"]["message"]
     assert str(n) in doc["error"]["message"]
+    assert json.loads(doc["error"]["param"]) == {"onepass_error": "two_way_budget",
+                                                 "budget_tokens": 1024, "prompt_tokens": n}
     ok(complete(stack.vllm_url, prompt))
 
 

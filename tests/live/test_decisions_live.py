@@ -15,9 +15,9 @@ CLIENTS = Path(os.environ.get("ONEPASS_VENV", ROOT / ".venv")) / "clients"
 
 
 def client(base: str, scenario: str, key: str = "sk-anything") -> dict:
-    """One scenario of tests/openai_calls.py in its own interpreter with openai 3.51.0 first."""
+    """One scenario of tests/live/openai_calls.py in its own interpreter with openai 3.51.0 first."""
     env = {**os.environ, "PYTHONPATH": str(CLIENTS)}
-    proc = subprocess.run([sys.executable, str(ROOT / "tests" / "openai_calls.py"), base,
+    proc = subprocess.run([sys.executable, str(ROOT / "tests" / "live" / "openai_calls.py"), base,
                            scenario, key], env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     out = json.loads(proc.stdout.strip().splitlines()[-1])

@@ -1,7 +1,7 @@
 """Stdlib-only tests of the image inputs of a request: every form found and numbered in one order,
 placeholders, multipart bodies, limits and refusals naming the image, the layout of images in
 the prompt (each copy of the state shows them) and their token cost when fitting.
-Run: python3 -m unittest test_image_inputs
+Run: python3 -m unittest tests.unit.images.test_inputs
 """
 import base64
 import json

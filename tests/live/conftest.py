@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # the tests read onepass/ and tools/ from the checkout
 KEEP = {"ONEPASS_VENV", "ONEPASS_CACHE"}  # where things are installed; other settings are the tests'
 CACHE = Path(os.environ.get("ONEPASS_CACHE") or Path.home() / ".cache" / "onepass")
@@ -27,6 +27,18 @@ VLLM_TEST_ARGS = ("--max-num-batched-tokens", "1024", "--enable-prompt-tokens-de
 # stock vLLM and HF fp32 bit for bit or within 1e-4; test_engine_live.py covers bf16.
 CPU_ARGS = ("--dtype", "float32", "--enforce-eager", "--block-size", "32", "--max-model-len",
             "4096")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "last: runs after every other test (it stops the "
+                            "session's vLLM or serve.sh); such tests keep their file's order")
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """The live suite's order does not depend on file names: tests marked `last` move to the
+    end, everything else keeps pytest's order."""
+    items[:] = ([i for i in items if i.get_closest_marker("last") is None]
+                + [i for i in items if i.get_closest_marker("last") is not None])
 
 
 def clean_env() -> dict:

@@ -1,6 +1,7 @@
 """Stdlib-only tests of fitting long states into the context (no vLLM): splitting, BM25 choice per
 question, head and tail, JSON pruning, shortening a question that cannot fit. The token counter
-here counts words (the live tests use vLLM's tokenizer). Run: python3 -m unittest test_fitting
+here counts words (the live tests use vLLM's tokenizer).
+Run: python3 -m unittest tests.unit.prompt.test_fitting
 """
 import unittest
 from dataclasses import replace

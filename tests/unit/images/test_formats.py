@@ -1,6 +1,7 @@
-"""Stdlib-only tests of reading image inputs (onepass/images.py): data URLs, bare base64, the
+"""Stdlib-only tests of reading image inputs (onepass/images/formats.py): data URLs, bare base64, the
 format sniffed from the bytes, sizes from the headers, and the limits. PIL-made files of every
-format are checked in tests/test_images_reference.py. Run: python3 -m unittest test_images
+format are checked in tests/live/test_images_reference.py.
+Run: python3 -m unittest tests.unit.images.test_formats
 """
 import base64
 import struct

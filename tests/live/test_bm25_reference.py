@@ -1,4 +1,4 @@
-"""onepass.bm25 against its reference, rank-bm25 0.2.2's BM25Okapi: every score within 1e-9.
+"""onepass.prompt.bm25 against its reference, rank-bm25 0.2.2's BM25Okapi: every score within 1e-9.
 No server: this file never asks for the `stack` fixture."""
 import math
 import sys
@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from rank_bm25 import BM25Okapi
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # as conftest does; standalone too
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # as conftest does; standalone too
 from onepass.prompt.bm25 import BM25, terms  # noqa: E402
 
 # "and" is in exactly 3 of these 6: its idf is 0, which rank-bm25 keeps (only idf < 0 is floored).

@@ -1,4 +1,4 @@
-"""onepass.images against PIL: the format and size it reads from each header equal what PIL says,
+"""onepass.images.formats against PIL: the format and size it reads from each header equal what PIL says,
 for every format and a few sizes (PIL writes the files; no server is involved)."""
 import io
 import sys
@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from onepass.images import formats as images  # noqa: E402
 
 FORMATS = {"png": "PNG", "jpeg": "JPEG", "gif": "GIF", "webp": "WEBP", "bmp": "BMP"}

@@ -1,6 +1,6 @@
-"""Stdlib-only tests of fetching image links safely (onepass/fetch.py): the address rules for every
+"""Stdlib-only tests of fetching image links safely (onepass/images/fetch.py): the address rules for every
 blocked range, and a local HTTP server for redirects into them, DNS answers into them, pinning,
-size, type and time limits. Run: python3 -m unittest test_fetch
+size, type and time limits. Run: python3 -m unittest tests.unit.images.test_fetch
 """
 import ipaddress
 import os

@@ -1,6 +1,6 @@
-"""Stdlib-only tests of onepass.bm25 (no vLLM, no rank-bm25): scores worked out by hand, the
-tokeniser, and the corners that must not raise. tests/test_bm25_reference.py checks the same
-module against rank-bm25 itself. Run: python3 -S -m unittest test_bm25
+"""Stdlib-only tests of onepass.prompt.bm25 (no vLLM, no rank-bm25): scores worked out by hand, the
+tokeniser, and the corners that must not raise. tests/live/test_bm25_reference.py checks the same
+module against rank-bm25 itself. Run: python3 -S -m unittest tests.unit.prompt.test_bm25
 """
 import math
 import unittest

@@ -1,6 +1,6 @@
 """Stdlib-only tests of the /v1/decisions adapter (no vLLM): OpenAI's request grammar into the one
 internal Decision, answers and errors in OpenAI's shapes, and the same prompts as /v1/systemone
-for the same decision. Run: python3 -m unittest test_decisions
+for the same decision. Run: python3 -m unittest tests.unit.api.test_decisions
 """
 import json
 import sys
@@ -14,7 +14,7 @@ from onepass.errors import (AuthInvalid, AuthMissing, InvalidRequest, ModelNotFo
 from onepass.prompt.layout import layout
 from test_shim import LABELS, PROFILE, ROOT, parse_with
 
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "tests" / "live"))
 from openai_calls import CHOICE as CHOICE_Q, PREDICATE, SCORE as SCORE_Q  # noqa: E402
 
 def parse(request, api=decisions, **kw):

@@ -1,6 +1,7 @@
 """Start-up guard, auth, drain and engine faults, with extra shims against the session's real
-vLLM. Named to run last: vLLM is paused (slow), then killed under load, and serve.sh must exit
-non-zero; a last serve.sh of its own is stopped with SIGTERM while it answers."""
+vLLM. Marked `last` (conftest runs such tests after every other): vLLM is paused (slow), then
+killed under load, and serve.sh must exit non-zero; a last serve.sh of its own is stopped with
+SIGTERM while it answers."""
 import http.client
 import json
 import re
@@ -10,9 +11,12 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
 from conftest import (ROOT, free_port, launch_serve, request, serve_stack, start_shim,
                       wait_health)
 from test_systemone_live import NOUL, body
+
+pytestmark = pytest.mark.last
 
 
 def variant(tmp_path: Path, **changes) -> Path:
