@@ -21,6 +21,7 @@ from .errors import BadRequest, InvalidRequest, ModelNotFound, OverBudget, Probl
 from .images import inputs
 from .profile import MAX_REPEAT, Calibration, ConfigError, check_calibration, check_layout
 from .prompt import fitting
+from .prompt.layout import techniques
 
 
 class Pipeline:
@@ -114,7 +115,7 @@ class Pipeline:
         """Fit and read every question, turn the reads into probabilities; then read uncertain
         questions of kinds that re-read a second time with the request written twice, blended
         2:1 (first:second)."""
-        calibration, opts = self.calibration(decision), decision.layout or self.profile.layout
+        calibration, opts = self.calibration(decision), techniques(decision, self.profile)
         reads, selections, results = self.read(decision, self.settings.max_reads)
         probs = readout.probabilities(decision, reads, results,  # step: readout
                                       calibration, opts.shrink)

@@ -71,13 +71,11 @@ def _question(q, loc, check: Checker, max_choices: int, images: Collector):
     if not isinstance(q, dict):
         check.add(loc, "a question must be an object", "invalid_type")
         return None
-    known = kinds.by_api("decisions")
-    api_kind = q.get("type")
-    if not isinstance(api_kind, str) or api_kind not in known:
-        check.add(loc + ("type",), f"question type must be {kinds.spoken(known, 'or')}",
-                  "invalid_value")
+    unit = kinds.named(q.get("type"), "decisions")
+    if unit is None:
+        check.add(loc + ("type",), "question type must be "
+                  f"{kinds.spoken(kinds.by_api('decisions'), 'or')}", "invalid_value")
         return None
-    unit = known[api_kind]
     before = len(check.problems)
     for extra in sorted(set(q) - unit.decisions_keys):
         check.add(loc + (extra,), f"Unknown parameter: '{extra}'.", "unknown_parameter")

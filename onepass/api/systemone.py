@@ -98,15 +98,15 @@ def _question(q, loc, check, max_choice_options):
     if not isinstance(q, dict):
         check.add(loc, "a question must be an object", "dict_type")
         return None
-    known = kinds.by_api("systemone")
-    kind = q.get("type")
-    if not isinstance(kind, str) or kind not in known:
+    kind, unit = q.get("type"), kinds.named(q.get("type"), "systemone")
+    if unit is None:
         msg = ("Field required" if "type" not in q else
-               f"unknown question type {kind!r}; expected one of {', '.join(known)}"
+               f"unknown question type {kind!r}; expected one of "
+               f"{', '.join(kinds.by_api('systemone'))}"
                if kind != "box" else "box questions need a vision-language model profile")
         check.add(loc + ("type",), msg, "missing" if "type" not in q else "union_tag_invalid")
         return None
-    unit, loc = known[kind], loc + (kind,)
+    loc = loc + (kind,)
     for extra in sorted(set(q) - QUESTION_KEYS):
         check.add(loc + (extra,), f"unknown field {extra!r} in a {kind} question", "extra_forbidden")
     before = len(check.problems)

@@ -39,6 +39,13 @@ def by_api(api: str) -> dict[str, Kind]:
     return {getattr(k, api): k for k in KINDS.values()}
 
 
+def named(api_type, api: str) -> Kind | None:
+    """The kind a question's `type` names on one API; None when it names none (any JSON value
+    may stand there; the adapter says so in its own words)."""
+    known = by_api(api)
+    return known[api_type] if isinstance(api_type, str) and api_type in known else None
+
+
 def spoken(items, last: str = "and") -> str:
     """"a, b and c" (or "a, b or c"): how messages list kinds."""
     items = list(items)

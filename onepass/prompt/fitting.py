@@ -17,7 +17,7 @@ from .bm25 import BM25, terms
 from .. import kinds
 from ..decision import Decision, Option, Question, Read
 from ..errors import PayloadTooLarge
-from .layout import neutral, question_reads, render_state
+from .layout import neutral, question_reads, render_state, techniques
 from ..profile import STATE_SELECTIONS
 from .state_parts import GAP, render, split
 
@@ -42,7 +42,7 @@ def fit(decision: Decision, profile, labels, count, budget: int) -> tuple[list[R
     Work is bounded by the request's size: the state is measured once for all questions (its
     bytes, then, only if needed, its tokens, parts and BM25 index); a question's prompts are
     built with the whole state only when they fit, and each distinct text is counted once."""
-    opts = decision.layout or profile.layout
+    opts = techniques(decision, profile)
     count, extra = _with_images(_once(count), profile.vision if decision.images else None)
     whole = Whole(decision, profile, opts, count)
     reads, selections = [], []
@@ -70,7 +70,7 @@ def fit(decision: Decision, profile, labels, count, budget: int) -> tuple[list[R
 
 def num_reads(decision: Decision, profile) -> int:
     """How many reads layout makes for the decision (each kind says, per question)."""
-    opts = decision.layout or profile.layout
+    opts = techniques(decision, profile)
     return sum(kinds.get(q.kind).num_reads(opts) for q in decision.questions)
 
 

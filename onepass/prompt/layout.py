@@ -57,8 +57,14 @@ def render_state(state, compact: bool) -> str:
     return json.dumps(state, ensure_ascii=False, indent=2)
 
 
+def techniques(decision: Decision, profile: Profile) -> Layout:
+    """The prompt techniques that apply: the request's (kwargs.layout, a re-read) or the
+    profile's. The one place this is decided."""
+    return decision.layout or profile.layout
+
+
 def layout(decision: Decision, profile: Profile, labels: LabelSet) -> list[Read]:
-    opts = decision.layout or profile.layout
+    opts = techniques(decision, profile)
     state = render_state(decision.state, opts.compact_json)
     return [read for i, q in enumerate(decision.questions)
             for read in question_reads(decision, profile, labels, i, q, state)]
@@ -67,7 +73,7 @@ def layout(decision: Decision, profile: Profile, labels: LabelSet) -> list[Read]
 def question_reads(decision: Decision, profile: Profile, labels: LabelSet, i: int, q: Question,
                    state: str, whole_tokens: int = 0) -> list[Read]:
     """The reads of question i over the rendered state text (all of it, or what fitting kept)."""
-    opts = decision.layout or profile.layout
+    opts = techniques(decision, profile)
     system = profile.system_prompt.replace("{guard}", GUARD if opts.guard_line else "")
     shown, vision = "", profile.vision
     if vision is not None:  # client text never carries the model's image tokens as such

@@ -222,6 +222,7 @@ def test_answers_are_the_models_label_distribution(stack, override):
     embedded profile's defaults and with every technique off and no temperature (kwargs)."""
     from onepass import config
     from onepass.api import systemone
+    from onepass.pipeline import offline
     from onepass.prompt.layout import layout
     from onepass.backend.probes import verified_labels
     from onepass.backend.engine import Engine
@@ -242,10 +243,7 @@ def test_answers_are_the_models_label_distribution(stack, override):
     for state in ("The colour is red.", "The colour is blue."):
         request = body(q, state=state, **kwargs)
         got = list(ok(stack, request)["answers"]["c"]["probabilities"].values())
-        decision, _ = systemone.parse(request, max_choice_options=255, max_questions=10,
-                                      resolve_model=lambda m: m,
-                                      resolve_mode=lambda mode: mode or "causal",
-                                      resolve_options=lambda o: (None, None))
+        decision, _ = offline(systemone, request, max_questions=10)
         per_read = []
         for read in layout(decision, profile, labels):
             # an independent path: each label appended to the prompt, scored by prompt_logprobs
