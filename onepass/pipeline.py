@@ -2,8 +2,9 @@
 
 Owns: the order of the steps (decide; onepass.STEPS lists them, and each line that runs one is
 marked `# step:`), resolving a Request against the profile once (model name, attention mode,
-kwargs.layout and kwargs.calibration checked into the Decision), the engine facts learnt at start-up (labels, context length,
-two-way) and from the plugin's typed refusal (its one-step budget), the re-read policy and blend.
+kwargs.layout and kwargs.calibration checked into the Decision), the engine facts learnt at
+start-up (labels, context length, two-way) and from the plugin's typed refusal (its one-step
+budget), the re-read policy and blend.
 Never: touches HTTP or readiness (server.py, edge/), knows an API's field names (api/) or a
 kind's (kinds/), builds prompts or computes probabilities (prompt/, readout.py).
 In: body bytes, their headers and the route's adapter. Out: the adapter's response document.

@@ -86,7 +86,7 @@ def _question(q, loc, check: Checker, max_choices: int, images: Collector):
         check.add(loc + ("instructions",), "Missing required parameter: 'instructions'.",
                   "missing")
     instructions = content_text(q.get("instructions"), loc + ("instructions",), check,
-                           QUESTION_PARTS, images) if "instructions" in q else None
+                                QUESTION_PARTS, images) if "instructions" in q else None
     values, options = unit.decisions_options(q, loc, check, max_choices)
     if len(check.problems) > before:
         return None

@@ -82,8 +82,8 @@ def _tool_output(item: dict, loc, check: Checker, calls: set,
         check.add(loc + ("call_id",), f"no earlier tool call has call_id {call_id!r}",
                   "invalid_value")
         return None
-    text = content_text(item.get("output"), loc + ("output",), check, {"input_text", "input_image"},
-                    images)
+    text = content_text(item.get("output"), loc + ("output",), check,
+                        {"input_text", "input_image"}, images)
     return None if text is None else f"tool output {call_id}: {text}"
 
 

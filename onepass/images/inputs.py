@@ -6,7 +6,7 @@ first), data URLs anywhere inside state strings and chat-style image parts in th
 data URLs in question texts (each replaced by `[image N]`), TypeSafe assets (multipart parts or `data_base64`; every occurrence of a
 placeholder inside a string of the state, instructions or criteria becomes that image's label,
 and each asset is shown once), OpenAI `input_image` parts; the per-request count; fetching links
-(fetch.py) and checking bytes (images.py) with every refusal naming the image and its place.
+(fetch.py) and checking bytes (formats.py) with every refusal naming the image and its place.
 Never: decodes pixels, logs or echoes links or bytes, lets vLLM fetch (it gets data URLs only).
 In: request fragments from an adapter (no I/O while collecting). Out: `[image N]` labels in its
 text and Sources; later (resolve, the pipeline's images step) the Images.

@@ -17,14 +17,22 @@ class Kind:
     systemone: str  # its `type` on /v1/systemone
     decisions: str  # its `type` on /v1/decisions
     label_key: str | None = None  # the profile's label list for it (serve_config.json)
+    labels_needed: str = ""  # how many labels the profile must list, as messages say it
     all_labels_single: bool = True  # every label one distinct token (else the single ones kept)
     min_labels: int = 2  # the profile must list at least this many
     prior: bool = False  # calibration.label_prior may hold a fitted position prior for it
     rereads: bool = True  # an uncertain answer is read a second time (calibration.reread_below)
     decisions_keys: frozenset = frozenset({"type", "name", "instructions"})
-    warmup: tuple = ()  # (question id, System One question, state) read once before ready
-    warmup_short: dict | None = None  # its System One question in the mixed warm-up body
+    warmup_short: tuple = ()  # (question id, System One question) in the mixed warm-up body
     warmup_decisions: dict | None = None  # its /v1/decisions warm-up question
+
+    def labels_ok(self, labels) -> bool:
+        """The profile lists enough labels for this kind."""
+        raise NotImplementedError
+
+    def warmup_body(self, state: str) -> dict:
+        """A System One body (state and questions) asking this kind alone, read before ready."""
+        raise NotImplementedError
 
     def num_reads(self, opts) -> int:
         """Reads the layout makes for one question of this kind."""
@@ -42,7 +50,9 @@ class Kind:
         raise NotImplementedError
 
     # -- /v1/systemone -------------------------------------------------------------------
-    def systemone_options(self, criteria, loc, check, max_options: int) -> list[Option]:
+    def systemone_options(self, criteria, loc, check, max_options: int,
+                          instructions=None) -> list[Option]:
+        """The options from a System One question's `criteria`, every problem into `check`."""
         raise NotImplementedError
 
     def systemone_legend(self, raw: dict):
