@@ -100,15 +100,15 @@ start_vllm() {
   say "start vLLM: start"
   mkdir -p "$LOG_DIR"
   local dtype=bfloat16 eager="" why  # eager: also the CPU's other engine flags
-  if [ "$DEVICE" = cpu ]; then  # bf16 where the CPU computes it natively, else fp32
-    { read -r dtype; read -r why; } < <(python3 "$ROOT/tools/cpu_dtype.py" \
+  if [ "$DEVICE" = cpu ]; then  # bf16 where the CPU has it natively and it measures faster
+    { read -r dtype; read -r why; } < <("$PY" "$ROOT/tools/cpu_dtype.py" \
       "${ONEPASS_DTYPE:-auto}") || die 12 "ONEPASS_DTYPE must be auto, float32 or bfloat16"
     say "start vLLM: dtype $dtype ($why)"
-    # Eager on CPU unless ONEPASS_EAGER=0: torch.compile was slower or erratic for one question
-    # and starts minutes later (bench/latency.py, both modes, README Measured).
+    # Eager on CPU unless ONEPASS_EAGER=0: torch.compile starts 2-4 minutes later for a few
+    # per cent (bench/engine_options.sh, docs/measured.md).
     [ "${ONEPASS_EAGER:-1}" = 1 ] && eager=--enforce-eager
     # 32-token cache blocks (the CPU backend's smallest; vLLM picks 128): the reads of one state
-    # recompute at most 31 tokens of it each instead of 127 (README, Measured).
+    # recompute at most 31 tokens of it each instead of 127 (docs/measured.md).
     eager="$eager --block-size 32"
   fi
   export VLLM_CPU_KVCACHE_SPACE=${VLLM_CPU_KVCACHE_SPACE:-2}

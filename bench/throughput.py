@@ -28,7 +28,8 @@ from dataclasses import asdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT / "bench"), str(ROOT)]
+sys.path[:0] = [str(ROOT / "bench"), str(ROOT), str(ROOT / "tools")]
+import cpu_dtype  # noqa: E402  (the matmul rate)
 import latency  # noqa: E402  (cases, states, post, percentiles)
 from onepass import config  # noqa: E402
 from onepass.images import inputs as image_inputs  # noqa: E402
@@ -52,22 +53,11 @@ def model_flops_per_token(model_dir: Path) -> float:
     return 2.0 * layers * per_layer
 
 
-def matmul_flops(dtype: str, seconds: float = 1.0) -> float:
-    """The best FLOP/s of torch matmuls shaped like the model's projections over a prefill of 256
-    or 1,024 tokens (the smallest shape alone underrates the CPU by a third in bf16)."""
-    import torch
-    torch.set_num_threads(os.cpu_count())
-    dt, best = getattr(torch, dtype), 0.0
-    for tokens, (k, n) in [(t, s) for t in (256, 1024) for s in ((576, 1536), (1536, 576))]:
-        a, b = torch.randn(tokens, k, dtype=dt), torch.randn(k, n, dtype=dt)
-        for _ in range(3):
-            a @ b
-        count, start = 0, time.perf_counter()
-        while time.perf_counter() - start < seconds:
-            a @ b
-            count += 1
-        best = max(best, count * 2 * tokens * k * n / (time.perf_counter() - start))
-    return best
+def matmul_flops(dtype: str) -> float:
+    """The CPU's best matmul rate in projection shapes of the embedded model at 256 and 1,024
+    prompt tokens (the smallest alone underrates bf16 by a third here)."""
+    shapes = [(t, k, n) for t in (256, 1024) for k, n in ((576, 1536), (1536, 576))]
+    return cpu_dtype.matmul_rate(dtype, shapes, seconds=1.0)
 
 
 class Direct:

@@ -1,14 +1,38 @@
-"""The dtype serve.sh gives vLLM on a CPU (standard library only).
+"""The dtype serve.sh gives vLLM on a CPU.
 
-Usage: python3 tools/cpu_dtype.py [auto|float32|bfloat16] [CPUINFO]   prints the dtype, then why
-bf16 where the CPU computes it natively (the avx512_bf16 or amx_bf16 flag in /proc/cpuinfo),
-fp32 elsewhere: AVX2-only CPUs emulate bf16 and run it slower than fp32. Measured in the README
-(bench/latency.py, both dtypes). ONEPASS_DTYPE (serve.sh) overrides `auto`.
+Usage: PY tools/cpu_dtype.py [auto|float32|bfloat16] [CPUINFO]   prints the dtype, then why
+`auto`: fp32 on CPUs without native bf16 (no avx512_bf16 or amx_bf16 flag in /proc/cpuinfo: bf16
+would be emulated); on CPUs with it, bf16 only if torch's matmuls in bf16 measure at least
+BF16_MARGIN x their fp32 rate here and now (about 2 s). The flag alone does not decide: on the
+reporter's AVX-512 EPYC bf16 was 1.6-2.2x faster, on this project's avx512_bf16 Xeon it was slower
+than fp32 (docs/measured.md, bench/engine_options.sh). Without torch (python3 outside the venv)
+the flag decides. ONEPASS_DTYPE (serve.sh) overrides `auto`. Standard library, torch if present.
 """
 import sys
 
 NATIVE_BF16 = ("avx512_bf16", "amx_bf16")
 DTYPES = ("float32", "bfloat16")
+BF16_MARGIN = 1.2  # a near tie stays fp32, so restarts do not flip the dtype (and the answers)
+PREFILL_SHAPES = ((1024, 576, 1536), (1024, 1536, 576))  # tokens x in @ in x out, SmolLM2's MLP
+
+
+def matmul_rate(dtype: str, shapes=PREFILL_SHAPES, seconds: float = 0.5) -> float:
+    """The best FLOP/s of torch matmuls of these shapes on every core (needs torch)."""
+    import time
+    import os
+    import torch
+    torch.set_num_threads(os.cpu_count())
+    dt, best = getattr(torch, dtype), 0.0
+    for tokens, k, n in shapes:
+        a, b = torch.randn(tokens, k, dtype=dt), torch.randn(k, n, dtype=dt)
+        for _ in range(3):
+            a @ b
+        count, start = 0, time.perf_counter()
+        while time.perf_counter() - start < seconds:
+            a @ b
+            count += 1
+        best = max(best, count * 2 * tokens * k * n / (time.perf_counter() - start))
+    return best
 
 
 def cpu_flags(cpuinfo: str) -> set[str]:
@@ -21,16 +45,29 @@ def cpu_flags(cpuinfo: str) -> set[str]:
     return flags
 
 
-def choose(requested: str, flags: set[str]) -> tuple[str, str]:
-    """(dtype, reason)."""
+def choose(requested: str, flags: set[str], rates: dict | None = None) -> tuple[str, str]:
+    """(dtype, reason). `rates`: measured FLOP/s per dtype, or None where they cannot be."""
     if requested in DTYPES:
         return requested, f"ONEPASS_DTYPE={requested}"
     if requested != "auto":
         raise ValueError(f"ONEPASS_DTYPE must be auto, float32 or bfloat16, not {requested!r}")
-    native = sorted(flags.intersection(NATIVE_BF16))
-    if native:
-        return "bfloat16", f"the CPU computes bf16 natively ({', '.join(native)})"
-    return "float32", "the CPU has no native bf16 (no avx512_bf16 or amx_bf16): fp32 is faster"
+    native = ", ".join(sorted(flags.intersection(NATIVE_BF16)))
+    if not native:
+        return "float32", "the CPU has no native bf16 (no avx512_bf16 or amx_bf16): fp32 is faster"
+    if rates is None:
+        return "bfloat16", f"the CPU computes bf16 natively ({native}); not measured (no torch)"
+    bf16, fp32 = rates["bfloat16"] / 1e9, rates["float32"] / 1e9
+    measured = f"matmuls {bf16:.0f} GFLOP/s in bf16, {fp32:.0f} in fp32"
+    if bf16 >= BF16_MARGIN * fp32:
+        return "bfloat16", f"native bf16 ({native}) and faster here: {measured}"
+    return "float32", f"native bf16 ({native}) but not {BF16_MARGIN}x faster here: {measured}"
+
+
+def measured_rates() -> dict | None:
+    try:
+        return {dtype: matmul_rate(dtype) for dtype in DTYPES}
+    except ImportError:
+        return None
 
 
 def main(argv: list[str]) -> int:
@@ -42,7 +79,8 @@ def main(argv: list[str]) -> int:
     except OSError:
         flags = set()
     try:
-        dtype, reason = choose(requested, flags)
+        native = requested == "auto" and flags.intersection(NATIVE_BF16)
+        dtype, reason = choose(requested, flags, measured_rates() if native else None)
     except ValueError as e:
         print(e, file=sys.stderr)
         return 2
