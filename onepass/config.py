@@ -33,6 +33,9 @@ SETTINGS = {
     "max_in_flight": (int, 64, "ONEPASS_MAX_IN_FLIGHT",
                       "requests answered at once; more get 529 with retry-after-ms"),
     "max_reads": (int, 800, "ONEPASS_MAX_READS", "vLLM reads one request may need (more: 422)"),
+    "max_box_questions": (int, 4, "ONEPASS_MAX_BOX_QUESTIONS",
+                          "box questions in one request (each costs a generation; more: 422)"),
+    "box_max_tokens": (int, 48, "ONEPASS_BOX_MAX_TOKENS", "generation tokens per box question"),
     "max_connections": (int, 256, "ONEPASS_MAX_CONNECTIONS",
                         "open client connections; past it the longest-idle (else the slowest "
                         "sending) one is closed, or the newcomer gets 529"),
@@ -88,8 +91,9 @@ def load(argv: list[str] | None = None, environ: dict | None = None) -> Settings
                 raise ConfigError(f"{var}={env[var]!r} is not a valid {kind.__name__}") from None
         values[name] = default if raw is None else raw
     for name in ("port", "max_body_bytes", "max_decoded_bytes", "max_questions", "max_in_flight",
-                 "engine_connections", "max_reads", "max_connections", "engine_timeout_s",
-                 "client_timeout_s", "keepalive_timeout_s", "drain_timeout_s"):
+                 "engine_connections", "max_reads", "max_box_questions", "box_max_tokens",
+                 "max_connections", "engine_timeout_s", "client_timeout_s",
+                 "keepalive_timeout_s", "drain_timeout_s"):
         if not 0 < values[name] < math.inf and not (name == "port" and values[name] == 0):
             raise ConfigError(f"{name} must be positive and finite, got {values[name]}")
     if values["image_links"] not in IMAGE_LINKS:

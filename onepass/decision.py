@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass
 
 # The question kinds the core names (each is a unit in kinds/, where the registry lives).
-NOUL, CHOICE, SCORE = "noul", "choice", "score"
+NOUL, CHOICE, SCORE, BOX = "noul", "choice", "score", "box"
 # Attention modes: one-way (causal, every model) and two-way (bidirectional prefill through the
 # onepass engine plugin). Clients may also say "one-way" / "two-way".
 CAUSAL, TWO_WAY = "causal", "bidirectional"
@@ -41,6 +41,7 @@ class Question:
     kind: str
     instructions: str | None
     options: tuple[Option, ...]  # noul: (true side, false side); score: levels, lowest first
+    mode: str | None = None  # box: generate / edges / hybrid (None for the other kinds)
 
 
 @dataclass(frozen=True)
@@ -78,12 +79,26 @@ class ReadResult:
 
 
 @dataclass(frozen=True)
+class Box:
+    """A box answer: edges as fractions of the original image (WHOLE when not found)."""
+    left: float
+    top: float
+    right: float
+    bottom: float
+    confidence: float  # calibrated P(IoU >= 0.5); 0 when not found
+    present: float  # P(the named object is visible), read like a noul
+    found: bool
+    mode: str  # the mode that produced the box (hybrid: the one answered)
+
+
+@dataclass(frozen=True)
 class Answer:
     kind: str
     probabilities: tuple[float, ...]  # one per option, in request order, summing to 1
     confidence: float  # contract formula for the kind (unused for noul)
     score: float  # expected level for score; P(true) for noul; unused for choice
     best: int  # index of the most likely option
+    box: Box | None = None  # box questions only
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,7 @@ class Pipeline:
         self.two_way = False  # set by the start-up probe: the engine plugin reads two-way
         self.max_len = self.profile.max_model_len  # the served context, learnt at start-up
         self.two_way_budget = None  # the plugin's one-step budget, learnt from its first refusal
+        self.box_generation = False  # box answers are wired (docs/box.md: not yet in this build)
 
     def decide(self, raw: bytes, headers, api) -> dict:
         """One request through every step, in the order onepass/__init__.py lists them."""
@@ -54,7 +55,20 @@ class Pipeline:
     @property
     def limits(self) -> Limits:
         return Limits(max_choice_options=min(MAX_OPTIONS, len(self.labels.choice)),
-                      max_questions=self.settings.max_questions)
+                      max_questions=self.settings.max_questions,
+                      max_box_questions=self.settings.max_box_questions,
+                      box_refusal=self.box_refusal())
+
+    def box_refusal(self) -> str | None:
+        """Why this server refuses box questions (a 422 at the question), or None."""
+        vision = self.profile.vision
+        if vision is None or vision.box is None:
+            return (f"box questions need a vision-language model profile with a box convention; "
+                    f"this server's profile ({self.profile.model_name}) has none")
+        if not self.box_generation:
+            return ("box questions are not answered by this build yet: the box generation "
+                    "through vLLM's structured outputs is not wired (docs/box.md)")
+        return None
 
     # -- resolve: the request against the profile, once -----------------------------------
     def resolve(self, request) -> Decision:

@@ -15,6 +15,7 @@ import json
 from dataclasses import MISSING, dataclass, field, fields
 
 from . import kinds
+from .kinds import box as box_kind
 
 
 class ConfigError(Exception):
@@ -64,6 +65,8 @@ class Vision:
     max_bytes: int = 20 * 1024 * 1024  # per image, as sent or fetched
     max_pixels: int = 50_000_000  # per image, from its header: larger is refused (not decoded)
     processor_kwargs: dict | None = None  # vLLM's --mm-processor-kwargs (the scaling cap)
+    box: dict | None = None  # box questions: convention, confidence map, present temperature
+    # (kinds/box.py checks it; None: this model is not asked for boxes)
 
 
 @dataclass(frozen=True)
@@ -190,6 +193,11 @@ def _check_vision(v: Vision, where: str) -> None:
             and (v.processor_kwargs is None or isinstance(v.processor_kwargs, dict))):
         raise ConfigError(f"{where}: vision needs a placeholder listed in reserved, positive "
                           f"tokens_per_image, max_images, max_bytes and max_pixels; got {v}")
+    if v.box is not None:
+        try:
+            box_kind.check_settings(v.box)
+        except ValueError as e:
+            raise ConfigError(f"{where}: {e}") from None
 
 
 def check_layout(layout: Layout, where: str) -> None:
@@ -206,12 +214,13 @@ def check_layout(layout: Layout, where: str) -> None:
 
 
 def check_calibration(c: Calibration, where: str) -> None:
-    temps, names = c.temperature, set(kinds.names())
+    temps, names = c.temperature, {k.name for k in kinds.reading()}
     if (not isinstance(temps, dict) or not names <= set(temps)
             or not set(temps) <= names | {"image"}
             or not all(_number(t) and 1e-3 <= t <= 1e3 for t in temps.values())):
         # bounded: log-probs divided by it stay finite floats whatever number a request sends
-        raise ConfigError(f"{where}: calibration.temperature needs {kinds.spoken(kinds.names())}"
+        raise ConfigError(f"{where}: calibration.temperature needs "
+                          f"{kinds.spoken(k.name for k in kinds.reading())}"
                           f" in [0.001, 1000] (and may have image: every answer about an image)")
     if not (_number(c.noul_floor) and (c.noul_floor == 0 or 0.5 < c.noul_floor < 1)
             and _number(c.reread_below) and 0 <= c.reread_below <= 1):

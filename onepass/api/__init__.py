@@ -18,6 +18,9 @@ class Limits:
     """This server's limits on a body: data given to parse, never a call back."""
     max_choice_options: int  # the API's 255, or fewer when fewer labels are single tokens
     max_questions: int
+    max_box_questions: int = 4  # box questions in one request (each costs a generation)
+    box_refusal: str | None = "box questions need a vision-language model profile"
+    # why box questions are refused on this server (422 at the question); None: they are served
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,9 @@ class Checker:
         self.problems: list[Problem] = []
 
     def add(self, loc, msg, kind):
-        self.problems.append(Problem(tuple(loc), msg, kind))
+        problem = Problem(tuple(loc), msg, kind)
+        if problem not in self.problems:  # a request-wide field checked once per question
+            self.problems.append(problem)
 
     def text(self, value, loc, *, nullable=True):
         if value is None and nullable:

@@ -72,6 +72,11 @@ def _question(q, loc, check: Checker, max_choices: int, images: Collector):
         check.add(loc, "a question must be an object", "invalid_type")
         return None
     unit = kinds.named(q.get("type"), "decisions")
+    if q.get("type") == "box":  # a System One type that OpenAI's Decisions API does not have
+        check.add(loc + ("type",), "box questions exist only on /v1/systemone; /v1/decisions "
+                  f"question type must be {kinds.spoken(kinds.by_api('decisions'), 'or')}",
+                  "invalid_value")
+        return None
     if unit is None:
         check.add(loc + ("type",), "question type must be "
                   f"{kinds.spoken(kinds.by_api('decisions'), 'or')}", "invalid_value")

@@ -10,14 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .. import kinds
-from ..decision import Outcome, Question
+from ..decision import BOX, Outcome, Question
 from ..errors import InvalidRequest, OnepassError, Problem
 from ..images.inputs import Collector, replace_placeholders
 from ..readout import effort_used
 from . import Limits, Request
 from .checks import Checker, request
 
-QUESTION_KEYS = {"type", "instructions", "criteria"}
 QUESTION_TEXTS = ("instructions", "criteria")  # where images and placeholders may stand
 
 
@@ -57,7 +56,12 @@ def parse(body, files: dict | None, limits: Limits) -> Request:
     labels = collector.assets(body.get("assets"), files or {})
     if labels:
         raw = _question_texts(raw, lambda v, _: replace_placeholders(v, labels))
-    ids, questions = _questions(raw, check, limits) if "questions" in body else ([], [])
+    ids, questions = (_questions(raw, check, limits, body.get("kwargs"))
+                      if "questions" in body else ([], []))
+    for qid, q in zip(ids, questions):  # a box needs something to draw it on
+        if q.kind == BOX and not collector.sources:
+            check.add(("questions", qid, "box"), "a box question needs an image in the request",
+                      "missing")
     meta = Meta(tuple(ids), tuple(kinds.get(q.kind).systemone_legend(body["questions"][qid])
                                   for qid, q in zip(ids, questions)))
     return request(check, body, model=model, state=replace_placeholders(state, labels),
@@ -72,7 +76,7 @@ def _question_texts(raw, fn):
             if isinstance(q, dict) else q for qid, q in raw.items()}
 
 
-def _questions(raw, check, limits: Limits):
+def _questions(raw, check, limits: Limits, kwargs):
     if not isinstance(raw, dict):
         check.add(("questions",), "questions must be an object of id -> question", "dict_type")
         return [], []
@@ -82,40 +86,45 @@ def _questions(raw, check, limits: Limits):
         check.add(("questions",), f"this server accepts at most {limits.max_questions} questions per "
                   f"request, got {len(raw)}", "too_long")
         return [], []
+    boxes = sum(isinstance(q, dict) and q.get("type") == BOX for q in raw.values())
+    if boxes > limits.max_box_questions and limits.box_refusal is None:
+        check.add(("questions",), f"this server accepts at most {limits.max_box_questions} box "
+                  f"questions per request, got {boxes}", "too_long")
+        return [], []
     ids, questions = [], []
     for qid, q in raw.items():
         loc = ("questions", qid)
         if qid == "":
             check.add(loc, "question ids must be non-empty", "string_too_short")
-        question = _question(q, loc, check, limits.max_choice_options)
+        question = _question(q, loc, check, limits, kwargs)
         if question is not None:
             ids.append(qid)
             questions.append(question)
     return ids, questions
 
 
-def _question(q, loc, check, max_choice_options):
+def _question(q, loc, check, limits: Limits, kwargs):
     if not isinstance(q, dict):
         check.add(loc, "a question must be an object", "dict_type")
         return None
     kind, unit = q.get("type"), kinds.named(q.get("type"), "systemone")
-    if unit is None:
+    if unit is None or (unit.name == BOX and limits.box_refusal):
         msg = ("Field required" if "type" not in q else
                f"unknown question type {kind!r}; expected one of "
-               f"{', '.join(kinds.by_api('systemone'))}"
-               if kind != "box" else "box questions need a vision-language model profile")
+               f"{', '.join(kinds.by_api('systemone'))}" if unit is None else limits.box_refusal)
         check.add(loc + ("type",), msg, "missing" if "type" not in q else "union_tag_invalid")
         return None
     loc = loc + (kind,)
-    for extra in sorted(set(q) - QUESTION_KEYS):
+    for extra in sorted(set(q) - unit.systemone_keys):
         check.add(loc + (extra,), f"unknown field {extra!r} in a {kind} question", "extra_forbidden")
     before = len(check.problems)
     instructions = check.text(q.get("instructions"), loc + ("instructions",))
     options = unit.systemone_options(q.get("criteria"), loc + ("criteria",), check,
-                                     max_choice_options, instructions)
+                                     limits.max_choice_options, instructions)
+    extras = unit.systemone_extras(q, loc, check, kwargs)
     if len(check.problems) > before:
         return None
-    return Question(kind=unit.name, instructions=instructions, options=tuple(options))
+    return Question(kind=unit.name, instructions=instructions, options=tuple(options), **extras)
 
 
 def render(outcome: Outcome, decision, meta: Meta) -> dict:

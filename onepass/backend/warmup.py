@@ -15,15 +15,15 @@ STATE = "Order 4471: the customer was charged twice and asks for one charge to b
 
 MODEL = "jev-latest"
 # /v1/systemone: each kind's own body, then every kind in one body over a list state.
-WARMUP_BODIES = tuple({"model": MODEL, **k.warmup_body(STATE)} for k in kinds.KINDS.values()) + (
+WARMUP_BODIES = tuple({"model": MODEL, **k.warmup_body(STATE)} for k in kinds.reading()) + (
     {"model": MODEL, "state": [STATE, "Second message: still waiting."],
-     "questions": dict(k.warmup_short for k in kinds.KINDS.values())},)
+     "questions": dict(k.warmup_short for k in kinds.reading())},)
 # /v1/decisions: message input with parts, and each kind's question (a typed, boolean choice).
 DECISIONS_BODY = {
     "model": MODEL,
     "input": [{"role": "user", "content": [{"type": "input_text", "text": STATE},
                                            {"type": "input_json", "data": {"order": 4471}}]}],
-    "questions": [k.warmup_decisions for k in kinds.KINDS.values()]}
+    "questions": [k.warmup_decisions for k in kinds.reading()]}
 
 
 def png(width: int, height: int, rgb: tuple[int, int, int]) -> bytes:

@@ -1,4 +1,4 @@
-"""The question kinds, registered in one place: noul, choice, score.
+"""The question kinds, registered in one place: noul, choice, score, box.
 
 Owns: the registry (name -> Kind) and the lookups every stage uses; an unknown kind raises
 UnknownKind (the profile check turns that into a start-up error), never a fallback.
@@ -6,7 +6,7 @@ Adding a kind: one module beside these (a Kind subclass, see base.py) and one li
 """
 from __future__ import annotations
 
-from . import choice, noul, score
+from . import box, choice, noul, score
 from .base import Kind
 
 KINDS: dict[str, Kind] = {}
@@ -36,7 +36,12 @@ def names() -> tuple[str, ...]:
 
 def by_api(api: str) -> dict[str, Kind]:
     """The kinds by their `type` on one API ("systemone" or "decisions")."""
-    return {getattr(k, api): k for k in KINDS.values()}
+    return {getattr(k, api): k for k in KINDS.values() if getattr(k, api)}
+
+
+def reading() -> tuple[Kind, ...]:
+    """The kinds answered by label reads (each has labels or a temperature and a warm-up)."""
+    return tuple(k for k in KINDS.values() if k.reads)
 
 
 def named(api_type, api: str) -> Kind | None:
@@ -52,5 +57,5 @@ def spoken(items, last: str = "and") -> str:
     return f"{', '.join(items[:-1])} {last} {items[-1]}" if len(items) > 1 else "".join(items)
 
 
-for _unit in (noul, choice, score):  # the registration, in the order prompts and lists use
+for _unit in (noul, choice, score, box):  # the registration, in the order prompts and lists use
     register(_unit.KIND)

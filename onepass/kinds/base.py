@@ -15,7 +15,10 @@ class Kind:
     """One question kind. Subclasses set the names and override the hooks that differ."""
     name: str  # the internal name (Question.kind)
     systemone: str  # its `type` on /v1/systemone
-    decisions: str  # its `type` on /v1/decisions
+    decisions: str | None  # its `type` on /v1/decisions (None: that API has no such type)
+    reads: bool = True  # answered by label reads (the shared layout, readout, temperature and
+    # warm-up); False for a kind with its own path (box: a generation)
+    systemone_keys: frozenset = frozenset({"type", "instructions", "criteria"})
     label_key: str | None = None  # the profile's label list for it (serve_config.json)
     labels_needed: str = ""  # how many labels the profile must list, as messages say it
     all_labels_single: bool = True  # every label one distinct token (else the single ones kept)
@@ -54,6 +57,11 @@ class Kind:
                           instructions=None) -> list[Option]:
         """The options from a System One question's `criteria`, every problem into `check`."""
         raise NotImplementedError
+
+    def systemone_extras(self, q: dict, loc, check, kwargs) -> dict:
+        """Question fields beyond instructions and options, from the question as sent and the
+        request's `kwargs` (none by default)."""
+        return {}
 
     def systemone_legend(self, raw: dict):
         """What the answer echoes of the question as sent (None: nothing)."""

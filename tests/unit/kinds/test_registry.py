@@ -15,13 +15,23 @@ from test_shim import LABELS, PROFILE, ROOT
 
 HOOKS = ("listings", "answer", "systemone_options", "systemone_answer", "decisions_options",
          "decisions_answer", "warmup_body", "labels_ok")
+# box is answered by a generation, on /v1/systemone only: its own hooks, none of the reads'
+BOX_HOOKS = ("systemone_options", "systemone_extras", "systemone_answer", "labels_ok")
 
 
 class TestRegistry(unittest.TestCase):
     def test_every_kind_is_one_complete_unit(self):
-        """kinds: each registered kind overrides every hook and brings its warm-up questions."""
-        self.assertEqual(kinds.names(), ("noul", "choice", "score"))
-        for kind in kinds.KINDS.values():
+        """kinds: each registered kind overrides every hook and brings its warm-up questions;
+        the box kind its own hooks, no label list, and no /v1/decisions type."""
+        self.assertEqual(kinds.names(), ("noul", "choice", "score", "box"))
+        self.assertEqual([k.name for k in kinds.reading()], ["noul", "choice", "score"])
+        box = kinds.get("box")
+        for hook in BOX_HOOKS:
+            self.assertIsNot(getattr(type(box), hook), getattr(Kind, hook), hook)
+        self.assertIsNone(box.label_key)
+        self.assertNotIn(None, kinds.by_api("decisions"))
+        self.assertNotIn(box, kinds.by_api("decisions").values())
+        for kind in kinds.reading():
             for hook in HOOKS:
                 self.assertIsNot(getattr(type(kind), hook, None), getattr(Kind, hook, None),
                                  (kind.name, hook))
@@ -32,7 +42,7 @@ class TestRegistry(unittest.TestCase):
     def test_unknown_kind_raises_never_falls_back(self):
         """kinds: a kind nobody registered raises; so does registering one twice."""
         with self.assertRaises(kinds.UnknownKind):
-            kinds.get("box")
+            kinds.get("polygon")
         with self.assertRaises(ValueError):
             kinds.register(kinds.get("noul"))
 
@@ -42,6 +52,9 @@ class TestRegistry(unittest.TestCase):
         doc = json.loads((ROOT / "serve_config.json").read_text())
         name = doc["default_profile"]
         for change in ({"calibration": {**doc["profiles"][name]["calibration"],
+                                        "temperature": {"noul": 1.0, "choice": 1.0,
+                                                        "score": 1.0, "polygon": 1.0}}},
+                       {"calibration": {**doc["profiles"][name]["calibration"],
                                         "temperature": {"noul": 1.0, "choice": 1.0,
                                                         "score": 1.0, "box": 1.0}}},
                        {"calibration": {**doc["profiles"][name]["calibration"],
@@ -58,13 +71,13 @@ class TestRegistry(unittest.TestCase):
                 with self.assertRaises(ConfigError, msg=change):
                     load_profile(str(path), name)
         _, profile = load_profile(str(ROOT / "serve_config.json"), "")
-        self.assertEqual(set(profile.labels), set(kinds.names()))
+        self.assertEqual(set(profile.labels), {k.name for k in kinds.reading()})
 
     def test_each_kind_lays_out_and_answers(self):
         """kinds: every kind's listings give one label per option listing and its answer keeps
         the probabilities it was given."""
         from onepass.decision import Option, Question
-        for kind in kinds.KINDS.values():
+        for kind in kinds.reading():
             n = 2
             q = Question(kind.name, "Which?", (Option("a", None), Option("b", "B")))
             for lines, pairs, option_of_label, _ in kind.listings(q, LABELS, PROFILE.layout):

@@ -1,0 +1,128 @@
+"""The box kind: where a named object is in an image, as a box with a calibrated confidence.
+
+Owns: the box question on /v1/systemone (instructions, `box.mode`, `kwargs.box.mode`), its answer
+and rendering, a vision profile's `vision.box` settings (check_settings), the generation's JSON
+schema, reading the generated box and its coordinate-token log-probs, and the confidence map.
+Never: calls vLLM (backend/ does) or converts coordinates itself (box_geometry.to_fractions).
+/v1/decisions has no box type: the registry lists this kind for /v1/systemone only.
+Design and status: docs/box.md.
+"""
+from __future__ import annotations
+
+import json
+import math
+
+from ..decision import BOX, Answer, Box
+from . import box_geometry
+from .base import Kind
+
+MODES = ("generate", "edges", "hybrid")
+DEFAULT_MODE = "generate"
+SETTINGS_KEYS = {"convention", "confidence", "present_temperature"}
+
+
+class BoxKind(Kind):
+    name, systemone, decisions = BOX, "box", None
+    reads, rereads = False, False  # a generation, not label reads; never read again
+    systemone_keys = frozenset({"type", "instructions", "box"})
+
+    def labels_ok(self, labels) -> bool:
+        return True  # no labels of its own (present uses the noul labels)
+
+    def systemone_options(self, criteria, loc, check, max_options, instructions=None):
+        if instructions is None:
+            check.add(loc[:-1] + ("instructions",), "a box question needs instructions naming "
+                      "what to find", "missing")
+        return []
+
+    def systemone_extras(self, q, loc, check, kwargs):
+        """The mode: the question's `box.mode`, else `kwargs.box.mode`, else generate."""
+        mode = _mode(kwargs.get("box") if isinstance(kwargs, dict) else None,
+                     ("kwargs", "box"), check) or DEFAULT_MODE
+        return {"mode": _mode(q.get("box"), loc + ("box",), check) or mode}
+
+    def systemone_answer(self, q, a, legend):
+        b = a.box
+        return {"type": BOX, "box": {"left": b.left, "top": b.top, "right": b.right,
+                                     "bottom": b.bottom},
+                "confidence": b.confidence, "present": b.present, "found": b.found,
+                "x_box_mode": b.mode}
+
+
+def _mode(holder, loc, check) -> str | None:
+    """`mode` from a `box` object as sent (None: not given); every problem into `check`."""
+    if holder is None:
+        return None
+    if not isinstance(holder, dict):
+        check.add(loc, "box must be an object, e.g. {\"mode\": \"generate\"}", "dict_type")
+        return None
+    for extra in sorted(set(holder) - {"mode"}):
+        check.add(loc + (extra,), "box takes only the key \"mode\"", "extra_forbidden")
+    mode = holder.get("mode")
+    if mode is not None and mode not in MODES:
+        check.add(loc + ("mode",), f"box.mode must be one of {', '.join(MODES)}; got {mode!r}",
+                  "enum")
+        return None
+    return mode
+
+
+def answer(fractions, confidence: float, present: float, mode: str) -> Answer:
+    """The Answer for a box: `fractions` from to_fractions, None when nothing was found (then
+    the whole image with confidence 0, whatever the generation's log-probs said)."""
+    found = fractions is not None
+    left, top, right, bottom = fractions if found else box_geometry.WHOLE
+    box = Box(left, top, right, bottom, confidence if found else 0.0, present, found, mode)
+    return Answer(BOX, (present, 1.0 - present), box.confidence, present,
+                  0 if present >= 0.5 else 1, box)
+
+
+def check_settings(raw) -> None:
+    """A vision profile's `vision.box`: convention, confidence map {a, b}, present temperature
+    (ValueError says what is wrong)."""
+    if not isinstance(raw, dict) or set(raw) != SETTINGS_KEYS:
+        raise ValueError(f"vision.box needs exactly {', '.join(sorted(SETTINGS_KEYS))}")
+    box_geometry.convention(raw["convention"])
+    conf, temp = raw["confidence"], raw["present_temperature"]
+    if not (isinstance(conf, dict) and set(conf) == {"a", "b"}
+            and all(_number(v) and abs(v) <= 1e3 for v in conf.values())):
+        raise ValueError("vision.box.confidence needs numbers a and b within ±1000")
+    if not (_number(temp) and 1e-3 <= temp <= 1e3):
+        raise ValueError("vision.box.present_temperature must be in [0.001, 1000]")
+
+
+def schema(most: int) -> dict:
+    """The generation's JSON schema: four integers in 0..most, or null for "not there"."""
+    coords = {"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": most},
+              "minItems": 4, "maxItems": 4}
+    return {"type": "object", "properties": {"box": {"anyOf": [coords, {"type": "null"}]}},
+            "required": ["box"], "additionalProperties": False}
+
+
+def read_generation(text: str, tokens) -> tuple:
+    """(four numbers or None, mean log-prob of the coordinate tokens or None) from the
+    generated text and its (token text, log-prob) pairs. Coordinate tokens are the ones with
+    digits: under the schema every other token is punctuation or `null`, forced or nearly so,
+    and would only dilute what the model chose."""
+    try:
+        raw = json.loads(text).get("box")
+    except (ValueError, AttributeError):  # a generation cut by the token cap
+        return None, None
+    digits = [lp for tok, lp in tokens if any(ch.isdigit() for ch in tok)]
+    mean = sum(digits) / len(digits) if digits else None
+    return (raw if isinstance(raw, list) and len(raw) == 4 else None), mean
+
+
+def confidence(mean_logprob, settings: dict) -> float:
+    """The calibrated P(IoU >= 0.5): a logistic map of the coordinate tokens' mean log-prob,
+    fitted per profile (bench/fit_box_calibration.py, planned). 0 without coordinate tokens."""
+    if mean_logprob is None:
+        return 0.0
+    z = settings["a"] * mean_logprob + settings["b"]
+    return 1.0 / (1.0 + math.exp(-z)) if z >= 0 else math.exp(z) / (1.0 + math.exp(z))
+
+
+def _number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+KIND = BoxKind()

@@ -1,0 +1,75 @@
+"""Box conventions: how a model writes a box, and the one conversion to fractions of the image.
+
+Owns: Convention (a vision profile's `vision.box.convention`), its check, and to_fractions.
+Never: talks to vLLM or knows an API's field names (kinds/box.py renders the answer).
+Pure functions only, so every convention is tested with a known box (tests/unit/kinds/test_box.py).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+UNITS = ("grid", "resized_pixels", "original_pixels")
+ORDERS = ("xyxy", "yxyx")
+WHOLE = (0.0, 0.0, 1.0, 1.0)  # left, top, right, bottom: the answer when nothing was found
+
+
+@dataclass(frozen=True)
+class Convention:
+    units: str  # grid: on a scale x scale grid; *_pixels: absolute pixels of that image
+    order: str  # xyxy: left, top, right, bottom; yxyx: top, left, bottom, right
+    scale: int = 0  # the grid size (1000, 1024); 0 for pixel units
+
+    def most(self, image_size) -> int:
+        """The largest coordinate the generation may write (its JSON schema's maximum)."""
+        return self.scale if self.units == "grid" else max(image_size)
+
+
+def convention(raw) -> Convention:
+    """A profile's convention object, checked (ValueError says what is wrong)."""
+    if not isinstance(raw, dict) or not set(raw) <= {"units", "order", "scale"}:
+        raise ValueError(f"convention takes units, order and scale; got {raw!r}")
+    units, order, scale = raw.get("units"), raw.get("order"), raw.get("scale", 0)
+    if units not in UNITS or order not in ORDERS:
+        raise ValueError(f"convention units must be one of {', '.join(UNITS)} and order one of "
+                         f"{', '.join(ORDERS)}; got {units!r}, {order!r}")
+    grid = units == "grid"
+    if type(scale) is not int or (grid and scale < 2) or (not grid and scale != 0):
+        raise ValueError(f"a grid convention needs an integer scale >= 2 (1000, 1024), pixel "
+                         f"units none; got {scale!r}")
+    return Convention(units, order, scale)
+
+
+def to_fractions(raw, conv: Convention, image_size, resized_size):
+    """Four numbers in the model's order -> (left, top, right, bottom) as fractions of the
+    original image, clipped to it, reversed edges put in order; None when no box is left (all
+    outside the image, zero area, or not four finite numbers).
+
+    image_size and resized_size are (width, height) of the image as sent and as the model saw
+    it. vLLM's processors resize by stretching the whole image, which keeps fractions: so
+    resized pixels divide by the resized size, original pixels by the original size.
+    """
+    if (not isinstance(raw, (list, tuple)) or len(raw) != 4
+            or not all(_finite(v) for v in raw)):
+        return None
+    a, b, c, d = (float(v) for v in raw)
+    x0, y0, x1, y1 = (a, b, c, d) if conv.order == "xyxy" else (b, a, d, c)
+    if conv.units == "grid":
+        w = h = float(conv.scale)
+    else:
+        w, h = (float(n) for n in (resized_size if conv.units == "resized_pixels"
+                                   else image_size))
+        if w <= 0 or h <= 0:
+            return None
+    left, right = sorted((_clip(x0 / w), _clip(x1 / w)))
+    top, bottom = sorted((_clip(y0 / h), _clip(y1 / h)))
+    if left >= right or top >= bottom:  # nothing of the box lies inside the image
+        return None
+    return left, top, right, bottom
+
+
+def _finite(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and abs(v) < float("inf")
+
+
+def _clip(f: float) -> float:
+    return min(1.0, max(0.0, f))

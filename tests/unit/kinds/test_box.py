@@ -1,0 +1,205 @@
+"""Stdlib-only tests of the box kind: each convention converts a known box to fractions of the
+original image; the answer's found/confidence rules; the generation's reading and confidence
+map; the box question on /v1/systemone, its refusals there and on /v1/decisions.
+Run: python3 -S -m unittest tests.unit.kinds.test_box
+"""
+import base64
+import json
+import math
+import types
+import unittest
+from dataclasses import replace
+
+from onepass.api import Limits, decisions, systemone
+from onepass.backend.warmup import png
+from onepass.errors import InvalidRequest
+from onepass.kinds import box, box_geometry
+from onepass.kinds.box_geometry import Convention, convention, to_fractions
+from onepass.pipeline import Pipeline
+from onepass.profile import load_profile
+from test_shim import ROOT
+
+# The known box, exact in binary so equality is exact: left, top, right, bottom.
+KNOWN = (0.25, 0.125, 0.75, 0.625)
+ORIGINAL, RESIZED = (640, 480), (300, 200)  # the resize stretches: the aspect changes
+SERVED = Limits(max_choice_options=255, max_questions=400, max_box_questions=2, box_refusal=None)
+IMAGE = "data:image/png;base64," + base64.b64encode(png(4, 3, (200, 30, 30))).decode()
+
+
+class TestConventions(unittest.TestCase):
+    def test_each_convention_gives_the_known_box(self):
+        """box_geometry: the same box written in every convention reads back as KNOWN."""
+        cases = [
+            ({"units": "grid", "order": "xyxy", "scale": 1000}, [250, 125, 750, 625]),
+            ({"units": "grid", "order": "yxyx", "scale": 1024}, [128, 256, 640, 768]),
+            ({"units": "grid", "order": "xyxy", "scale": 1024}, [256, 128, 768, 640]),
+            ({"units": "resized_pixels", "order": "xyxy"}, [75, 25, 225, 125]),
+            ({"units": "resized_pixels", "order": "yxyx"}, [25, 75, 125, 225]),
+            ({"units": "original_pixels", "order": "xyxy"}, [160, 60, 480, 300]),
+        ]
+        for raw_conv, raw in cases:
+            with self.subTest(raw_conv):
+                self.assertEqual(to_fractions(raw, convention(raw_conv), ORIGINAL, RESIZED), KNOWN)
+
+    def test_order_and_units_matter(self):
+        """box_geometry: the same numbers under another order or unit give another box."""
+        raw = [75, 25, 225, 125]
+        xy = to_fractions(raw, Convention("resized_pixels", "xyxy"), ORIGINAL, RESIZED)
+        yx = to_fractions(raw, Convention("resized_pixels", "yxyx"), ORIGINAL, RESIZED)
+        orig = to_fractions(raw, Convention("original_pixels", "xyxy"), ORIGINAL, RESIZED)
+        self.assertEqual(len({xy, yx, orig}), 3)
+        self.assertEqual(yx, (25 / 300, 75 / 200, 125 / 300, 1.0))  # 225 of 200 rows: clipped
+
+    def test_clipped_reordered_or_nothing(self):
+        """box_geometry: edges past the image are clipped, reversed edges put in order, and a
+        box with nothing inside the image (or not four finite numbers) is None."""
+        grid = Convention("grid", "xyxy", 1000)
+        self.assertEqual(to_fractions([-50, 125, 1200, 625], grid, ORIGINAL, RESIZED),
+                         (0.0, 0.125, 1.0, 0.625))
+        self.assertEqual(to_fractions([750, 625, 250, 125], grid, ORIGINAL, RESIZED), KNOWN)
+        for raw in ([1100, 0, 1200, 100], [500, 100, 500, 600], [1, 2, 3], [1, 2, 3, math.nan],
+                    [True, 0, 1, 1], "0,0,1,1", None):
+            self.assertIsNone(to_fractions(raw, grid, ORIGINAL, RESIZED), raw)
+        self.assertIsNone(to_fractions([1, 1, 2, 2], Convention("resized_pixels", "xyxy"),
+                                       ORIGINAL, (0, 0)))
+
+    def test_a_bad_convention_is_refused(self):
+        """box_geometry: unknown units/orders, a grid without a scale, pixels with one."""
+        for raw in ({"units": "grid", "order": "xyxy"}, {"units": "grid", "order": "xy",
+                    "scale": 1000}, {"units": "cm", "order": "xyxy"},
+                    {"units": "resized_pixels", "order": "xyxy", "scale": 1000},
+                    {"units": "grid", "order": "xyxy", "scale": 1000, "extra": 1}, [1000]):
+            with self.assertRaises(ValueError, msg=raw):
+                convention(raw)
+
+
+class TestAnswer(unittest.TestCase):
+    def test_found_and_not_found(self):
+        """box.answer: not found is the whole image at confidence 0, present kept either way."""
+        a = box.answer(None, 0.9, 0.7, "generate")
+        self.assertEqual((a.box.left, a.box.top, a.box.right, a.box.bottom), box_geometry.WHOLE)
+        self.assertEqual((a.box.found, a.box.confidence, a.box.present), (False, 0.0, 0.7))
+        a = box.answer(KNOWN, 0.9, 0.2, "edges")
+        self.assertEqual((a.box.found, a.box.confidence, a.box.present, a.box.mode),
+                         (True, 0.9, 0.2, "edges"))
+        doc = box.KIND.systemone_answer(None, a, None)
+        self.assertEqual(set(doc), {"type", "box", "confidence", "present", "found", "x_box_mode"})
+        self.assertEqual(doc["box"], dict(zip(("left", "top", "right", "bottom"), KNOWN)))
+
+    def test_confidence_map(self):
+        """box.confidence: a logistic of the coordinate tokens' mean log-prob, increasing in it,
+        finite at extremes, 0 when there were no coordinate tokens."""
+        fit = {"a": 2.0, "b": 1.0}
+        values = [box.confidence(m, fit) for m in (-5.0, -1.0, -0.5, 0.0)]
+        self.assertEqual(values, sorted(values))
+        self.assertAlmostEqual(values[2], 0.5)  # a * -0.5 + b = 0
+        self.assertEqual(box.confidence(-1e6, {"a": 1e3, "b": 0.0}), 0.0)
+        self.assertEqual(box.confidence(None, fit), 0.0)
+
+    def test_read_generation(self):
+        """box.read_generation: the box and the mean log-prob of the digit tokens only."""
+        tokens = [('{"', -0.01), ("box", 0.0), ('":[', 0.0), ("25", -0.5), (",", 0.0),
+                  ("12", -1.5), ("5", -1.0), (",", 0.0), ("75", -0.2), ("0", -0.8), (",", 0.0),
+                  ("625", -1.0), ("]}", 0.0)]
+        text = "".join(t for t, _ in tokens)
+        raw, mean = box.read_generation(text, tokens)
+        self.assertEqual(raw, [25, 125, 750, 625])
+        self.assertAlmostEqual(mean, (-0.5 - 1.5 - 1.0 - 0.2 - 0.8 - 1.0) / 6)
+        self.assertEqual(box.read_generation('{"box":null}', [('{"box":null}', -0.1)]),
+                         (None, None))
+        self.assertEqual(box.read_generation('{"box":[1,2', [("1", -1.0)]), (None, None))
+
+    def test_schema_bounds_the_coordinates(self):
+        """box.schema: four integers up to the convention's largest coordinate, or null."""
+        s = box.schema(Convention("grid", "yxyx", 1024).most(ORIGINAL))
+        coords = s["properties"]["box"]["anyOf"][0]
+        self.assertEqual((coords["items"]["maximum"], coords["minItems"], coords["maxItems"]),
+                         (1024, 4, 4))
+        self.assertEqual(Convention("original_pixels", "xyxy").most(ORIGINAL), 640)
+        self.assertEqual(json.loads(json.dumps(s)), s)
+
+
+def body(*questions, kwargs=None, image=True):
+    doc = {"model": "jev-latest", "state": {"photo": IMAGE} if image else "no image here",
+           "questions": {f"q{i}": q for i, q in enumerate(questions)}}
+    if kwargs is not None:
+        doc["kwargs"] = kwargs
+    return doc
+
+
+def problems(doc, limits=SERVED):
+    with unittest.TestCase().assertRaises(InvalidRequest) as ctx:
+        systemone.parse(doc, None, limits)
+    return [(p.loc, p.type) for p in ctx.exception.problems], ctx.exception.problems
+
+
+class TestSystemOne(unittest.TestCase):
+    FIND = {"type": "box", "instructions": "the red square in photo"}
+
+    def test_the_question_and_its_mode(self):
+        """systemone: a box beside a noul; mode generate by default, kwargs.box.mode for every
+        box, the question's own box.mode first."""
+        r = systemone.parse(body(self.FIND, {"type": "noul", "instructions": "Red?"}), None, SERVED)
+        self.assertEqual([(q.kind, q.mode) for q in r.questions], [("box", "generate"),
+                                                                    ("noul", None)])
+        r = systemone.parse(body(self.FIND, {**self.FIND, "box": {"mode": "hybrid"}},
+                                 kwargs={"box": {"mode": "edges"}}), None, SERVED)
+        self.assertEqual([q.mode for q in r.questions], ["edges", "hybrid"])
+
+    def test_bad_box_questions(self):
+        """systemone: criteria, no instructions, an unknown mode, no image: one 422 each."""
+        for q, where in (({**self.FIND, "criteria": {"a": "b"}}, ("box", "criteria")),
+                         ({"type": "box"}, ("box", "instructions")),
+                         ({**self.FIND, "box": {"mode": "guess"}}, ("box", "box", "mode")),
+                         ({**self.FIND, "box": {"mode": "edges", "k": 1}}, ("box", "box", "k"))):
+            locs, _ = problems(body(q))
+            self.assertEqual([loc for loc, _ in locs], [("questions", "q0") + where], q)
+        locs, _ = problems(body(self.FIND, self.FIND, kwargs={"box": {"mode": 3}}))
+        self.assertEqual(locs, [(("kwargs", "box", "mode"), "enum")])  # once, not per question
+        locs, _ = problems(body(self.FIND, image=False))
+        self.assertEqual(locs, [(("questions", "q0", "box"), "missing")])
+
+    def test_box_limit(self):
+        """systemone: more box questions than the limit is the limits' 422 shape."""
+        locs, found = problems(body(self.FIND, self.FIND, self.FIND))
+        self.assertEqual(locs, [(("questions",), "too_long")])
+        self.assertIn("at most 2 box questions", found[0].msg)
+
+    def test_refused_where_not_served(self):
+        """systemone: a server that refuses boxes says why at the question's type, 422."""
+        limits = replace(SERVED, box_refusal="no boxes on a text model")
+        locs, found = problems(body(self.FIND, {"type": "noul", "instructions": "x"}), limits)
+        self.assertEqual(locs, [(("questions", "q0", "type"), "union_tag_invalid")])
+        self.assertEqual(found[0].msg, "no boxes on a text model")
+        status, doc = systemone.render_error(InvalidRequest(found))
+        self.assertEqual((status, doc["detail"][0]["loc"][0]), (422, "body"))
+
+    def test_decisions_has_no_box(self):
+        """decisions: type box is a 400 naming the field and /v1/systemone."""
+        doc = {"model": "jev-latest", "input": "text", "questions": [
+            {"type": "predicate", "instructions": "x"}, {"type": "box", "instructions": "y"}]}
+        with self.assertRaises(InvalidRequest) as ctx:
+            decisions.parse(doc, None, SERVED)
+        status, err = decisions.render_error(ctx.exception)
+        self.assertEqual((status, err["error"]["param"]), (400, "questions[1].type"))
+        self.assertIn("/v1/systemone", err["error"]["message"])
+
+
+class TestServerRefusal(unittest.TestCase):
+    def test_text_only_and_unwired(self):
+        """pipeline: a text-only profile refuses boxes for its model; a vision profile with a
+        convention refuses them until the generation is wired, for that reason."""
+        path = str(ROOT / "serve_config.json")
+        reasons = {}
+        for name in ("smollm2-135m", "idefics3-tiny"):
+            profile = load_profile(path, name)[1]
+            pipe = Pipeline(types.SimpleNamespace(model=profile), None, None)
+            reasons[name] = pipe.box_refusal()
+            pipe.box_generation = True
+            self.assertEqual(pipe.box_refusal() is None, name == "idefics3-tiny")
+        self.assertIn("vision-language", reasons["smollm2-135m"])
+        self.assertIn("not answered by this build yet", reasons["idefics3-tiny"])
+
+
+if __name__ == "__main__":
+    unittest.main()
