@@ -1,0 +1,78 @@
+"""Stdlib-only tests of the constrained generation client (no vLLM: a stubbed `call`): the body a
+box generation sends, reading its text and token log-probs, and the structured-outputs probe's
+verdicts (schema kept, refused, ignored, cut, engine down).
+Run: python3 -S -m unittest tests.unit.backend.test_generation
+"""
+import unittest
+
+from onepass.backend import generation
+from onepass.backend.engine import Engine
+from onepass.errors import EngineFailed, EngineUnavailable
+from onepass.kinds import box
+
+
+def engine_answering(status, doc, seen=None):
+    engine = Engine("http://127.0.0.1:9", "served", timeout_s=1, num_connections=1)
+
+    def call(method, path, body=None):
+        if seen is not None:
+            seen.append((path, body))
+        return status, doc
+    engine.call = call
+    return engine
+
+
+def completion(text, finish="stop"):
+    return {"choices": [{"text": text, "finish_reason": finish,
+                         "logprobs": {"tokens": [text], "token_logprobs": [-0.5]}}]}
+
+
+class TestBoxGeneration(unittest.TestCase):
+    def test_the_body_and_its_reading(self):
+        """generation.generate: greedy, log-probs on, the schema under structured_outputs.json
+        on the chat route; the answer's text and (token, log-prob) pairs come back."""
+        seen, schema = [], box.schema(1000)
+        content = [{"token": '{"box":[', "logprob": 0.0}, {"token": "12", "logprob": -0.25},
+                   {"token": "]}", "logprob": -0.01}]
+        doc = {"choices": [{"message": {"content": '{"box":[12]}'}, "finish_reason": "stop",
+                            "logprobs": {"content": content}}]}
+        engine = engine_answering(200, doc, seen)
+        text, tokens, cut = generation.generate(engine, [{"role": "user", "content": "x"}],
+                                                schema, 40)
+        (path, sent), = seen
+        self.assertEqual(path, "/v1/chat/completions")
+        self.assertEqual((sent["model"], sent["temperature"], sent["max_tokens"], sent["logprobs"]),
+                         ("served", 0.0, 40, True))
+        self.assertEqual(sent["structured_outputs"], {"json": schema})
+        self.assertEqual((text, tokens, cut), ('{"box":[12]}', [('{"box":[', 0.0), ("12", -0.25),
+                                                                ("]}", -0.01)], False))
+        with self.assertRaises(EngineFailed):
+            generation.generate(engine_answering(200, {"choices": []}), [], schema, 40)
+        engine.close()
+
+
+class TestProbe(unittest.TestCase):
+    def test_verdicts(self):
+        """generation.structured_outputs_live: a box or null in the schema is live; a refusal,
+        free text, numbers out of range or a cut generation are not; vLLM down raises."""
+        for status, doc, live in (
+                (200, completion('{"box":[1,2,300,400]}'), True),
+                (200, completion('{"box":null}'), True),
+                (400, {"error": {"message": "structured outputs are not supported"}}, False),
+                (200, completion("The object is on the left."), False),
+                (200, completion('{"box":[1,2,3,4000]}'), False),
+                (200, completion('{"box":[1,2,3,4.5]}'), False),
+                (200, completion('{"box":[1,2,3,4],"confidence":1}'), False),
+                (200, completion('{"box":[1,2,3,4]}', finish="length"), False)):
+            seen = []
+            got, why = generation.structured_outputs_live(engine_answering(status, doc, seen), 48)
+            self.assertEqual(got, live, doc)
+            self.assertEqual(bool(why), not live)
+            self.assertEqual(seen[0][1]["structured_outputs"]["json"], box.schema(1000))
+        with self.assertRaises(EngineUnavailable):
+            generation.structured_outputs_live(engine_answering(503, {"error": {"message": "x"}}),
+                                               48)
+
+
+if __name__ == "__main__":
+    unittest.main()
