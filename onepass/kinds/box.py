@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import math
 
-from ..decision import BOX, Answer, Box
+from ..decision import BOX, NOUL, Answer, Box, Option, Question
 from . import box_geometry
 from .base import Kind
 
@@ -74,6 +74,27 @@ def answer(fractions, confidence: float, present: float, mode: str) -> Answer:
     box = Box(left, top, right, bottom, confidence if found else 0.0, present, found, mode)
     return Answer(BOX, (present, 1.0 - present), box.confidence, present,
                   0 if present >= 0.5 else 1, box)
+
+
+def present_question(q: Question) -> Question:
+    """The yes/no question whose P(yes) is `present`: read like any noul (its labels, the image
+    temperature, vision.box.present_temperature on top), never from the box generation."""
+    return Question(NOUL, f"Is this visible in the image(s): {q.instructions}?",
+                    (Option("true", "it is visible"), Option("false", "it is not visible")))
+
+
+def prompt_lines(q: Question, conv: box_geometry.Convention) -> list[str]:
+    """The box generation's question lines, in the model's own convention, last line the reply
+    line (as the layout expects). The schema enforces the shape; the words say what it means."""
+    edges = ("left, top, right, bottom" if conv.order == "xyxy"
+             else "top, left, bottom, right")
+    units = (f"on a 0-{conv.scale} grid over the image" if conv.units == "grid"
+             else "in pixels of the image as you see it" if conv.units == "resized_pixels"
+             else "in pixels of the original image")
+    return [f"Find: {q.instructions}",
+            f'Give its bounding box as {{"box": [{edges}]}} {units}, from the top-left corner, '
+            'or {"box": null} if it is not in the image.',
+            "Reply with the JSON only."]
 
 
 def check_settings(raw) -> None:

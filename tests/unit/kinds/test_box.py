@@ -12,6 +12,7 @@ from dataclasses import replace
 
 from onepass.api import Limits, decisions, systemone
 from onepass.backend.warmup import png
+from onepass.decision import Question
 from onepass.errors import InvalidRequest
 from onepass.kinds import box, box_geometry
 from onepass.kinds.box_geometry import Convention, convention, to_fractions
@@ -117,6 +118,26 @@ class TestAnswer(unittest.TestCase):
                          (1024, 4, 4))
         self.assertEqual(Convention("original_pixels", "xyxy").most(ORIGINAL), 640)
         self.assertEqual(json.loads(json.dumps(s)), s)
+
+
+class TestPrompts(unittest.TestCase):
+    def test_present_is_a_noul_about_the_same_object(self):
+        """box.present_question: a yes/no question naming what the box question names."""
+        q = box.present_question(Question("box", "the red square", (), "generate"))
+        self.assertEqual((q.kind, [o.key for o in q.options]), ("noul", ["true", "false"]))
+        self.assertIn("the red square", q.instructions)
+
+    def test_generation_lines_follow_the_convention(self):
+        """box.prompt_lines: the order and units named are the profile's, the reply line last."""
+        q = Question("box", "the red square", (), "generate")
+        xy = box.prompt_lines(q, Convention("grid", "xyxy", 1000))
+        yx = box.prompt_lines(q, Convention("grid", "yxyx", 1024))
+        px = box.prompt_lines(q, Convention("resized_pixels", "xyxy"))
+        self.assertIn("[left, top, right, bottom]", xy[1])
+        self.assertIn("[top, left, bottom, right]", yx[1])
+        self.assertIn("0-1024 grid", yx[1])
+        self.assertIn("pixels", px[1])
+        self.assertTrue(all(lines[-1].startswith("Reply with") for lines in (xy, yx, px)))
 
 
 def body(*questions, kwargs=None, image=True):
