@@ -131,12 +131,16 @@ start_vllm() {
   mapfile -t profile_args < <(python3 "$ROOT/tools/serve_profile.py" "$ROOT/serve_config.json" \
     "${ONEPASS_PROFILE:-}" vllm-args)
   export VLLM_MEDIA_URL_ALLOW_REDIRECTS=0
+  # Constrained generations (box questions) without free whitespace: the schema then bounds
+  # the reply, which a model may otherwise fill with spaces until the token cap (docs/box.md).
+  # vLLM 0.32 reads this engine-wide only, and only with a named backend.
+  local structured='{"backend": "xgrammar", "disable_any_whitespace": true}'
   # shellcheck disable=SC2086
   set -- "$PY" -m vllm.entrypoints.openai.api_server --model "$MODEL" \
     --served-model-name "$(profile_field served_model_name)" --host 127.0.0.1 --port "$VLLM_PORT" \
     --dtype "$dtype" --max-model-len "$(profile_field max_model_len)" $eager $backend \
-    --enable-prompt-tokens-details "${profile_args[@]}" \
-    ${ONEPASS_VLLM_ARGS:-}
+    --enable-prompt-tokens-details --structured-outputs-config "$structured" \
+    "${profile_args[@]}" ${ONEPASS_VLLM_ARGS:-}
   echo "+ $* > $LOG_DIR/vllm.log"
   setsid "$@" > "$LOG_DIR/vllm.log" 2>&1 &
   VLLM_PID=$!

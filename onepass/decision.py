@@ -42,6 +42,7 @@ class Question:
     instructions: str | None
     options: tuple[Option, ...]  # noul: (true side, false side); score: levels, lowest first
     mode: str | None = None  # box: generate / edges / hybrid (None for the other kinds)
+    convention: object = None  # box: the profile's box_geometry.Convention, set when laid out
 
 
 @dataclass(frozen=True)
@@ -89,6 +90,8 @@ class Box:
     present: float  # P(the named object is visible), read like a noul
     found: bool
     mode: str  # the mode that produced the box (hybrid: the one answered)
+    logprob: float | None = None  # the confidence feature before calibration (None: no box)
+    raw: tuple | None = None  # the numbers the model wrote, in its convention (generate only)
 
 
 @dataclass(frozen=True)
@@ -111,3 +114,4 @@ class Outcome:
     num_cached_tokens: int = 0  # input tokens vLLM served from its prefix cache
     selections: tuple = ()  # fitting.Selection per question whose state was cut to fit
     images: int = 0  # images read (each once per request, however many reads show it)
+    output_tokens: int = 0  # tokens generated (box generations); reads generate none

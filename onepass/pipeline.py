@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from . import kinds, readout
+from . import boxes, kinds, readout
 from .api import Limits
-from .api.checks import MAX_OPTIONS
-from .decision import CAUSAL, TWO_WAY, Decision, Outcome
+from .api.checks import MAX_LEVELS, MAX_OPTIONS
+from .decision import BOX, CAUSAL, TWO_WAY, Decision, Outcome
 from .edge import transport
 from .errors import BadRequest, InvalidRequest, ModelNotFound, OverBudget, Problem
 from .images import inputs
@@ -35,7 +35,8 @@ class Pipeline:
         self.two_way = False  # set by the start-up probe: the engine plugin reads two-way
         self.max_len = self.profile.max_model_len  # the served context, learnt at start-up
         self.two_way_budget = None  # the plugin's one-step budget, learnt from its first refusal
-        self.box_generation = False  # box answers are wired (docs/box.md: not yet in this build)
+        self.box_engine = "not checked yet"  # why vLLM cannot constrain a generation, found
+        # by the start-up probe ("" once it can: box questions are answered)
 
     def decide(self, raw: bytes, headers, api) -> dict:
         """One request through every step, in the order onepass/__init__.py lists them."""
@@ -65,9 +66,10 @@ class Pipeline:
         if vision is None or vision.box is None:
             return (f"box questions need a vision-language model profile with a box convention; "
                     f"this server's profile ({self.profile.model_name}) has none")
-        if not self.box_generation:
-            return ("box questions are not answered by this build yet: the box generation "
-                    "through vLLM's structured outputs is not wired (docs/box.md)")
+        if self.box_engine:
+            return (f"box questions need vLLM's structured outputs (a generation constrained to "
+                    f"a JSON schema), and this server's vLLM failed that check at start-up: "
+                    f"{self.box_engine}; questions of other types are answered")
         return None
 
     # -- resolve: the request against the profile, once -----------------------------------
@@ -127,15 +129,32 @@ class Pipeline:
 
     # -- fit, reads, readout, re-read ------------------------------------------------------
     def answer(self, decision: Decision) -> Outcome:
+        """Every question answered. Box questions are split into label reads that join the
+        others' and a generation that runs beside them, then folded back (boxes.py)."""
+        if not any(q.kind == BOX for q in decision.questions):
+            return self.answer_reads(decision)
+        parts = boxes.split(decision, min(MAX_LEVELS, len(self.labels.score)))
+        generations = boxes.start_generations(decision, parts, self)
+        try:
+            outcome = self.answer_reads(parts.reads, boxes.internal(parts))
+        except BaseException:
+            for future in generations.values():
+                future.cancel()
+            raise
+        return boxes.fold(decision, parts, outcome,
+                          {i: f.result() for i, f in generations.items()}, self.profile.vision.box)
+
+    def answer_reads(self, decision: Decision, fixed=frozenset()) -> Outcome:
         """Fit and read every question, turn the reads into probabilities; then read uncertain
-        questions of kinds that re-read a second time with the request written twice, blended
-        2:1 (first:second)."""
+        questions of kinds that re-read (save those in `fixed`) a second time with the request
+        written twice, blended 2:1 (first:second)."""
         calibration, opts = self.calibration(decision), techniques(decision, self.profile)
         reads, selections, results = self.read(decision, self.settings.max_reads)
         probs = readout.probabilities(decision, reads, results,  # step: readout
                                       calibration, opts.shrink)
         unsure = [i for i, (q, p) in enumerate(zip(decision.questions, probs))
-                  if kinds.get(q.kind).rereads and max(p) < calibration.reread_below]
+                  if kinds.get(q.kind).rereads and i not in fixed
+                  and max(p) < calibration.reread_below]
         rereads = 0
         if unsure:  # step: reread
             again = replace(decision, questions=tuple(decision.questions[i] for i in unsure),

@@ -58,10 +58,11 @@ def parse(body, files: dict | None, limits: Limits) -> Request:
         raw = _question_texts(raw, lambda v, _: replace_placeholders(v, labels))
     ids, questions = (_questions(raw, check, limits, body.get("kwargs"))
                       if "questions" in body else ([], []))
-    for qid, q in zip(ids, questions):  # a box needs something to draw it on
-        if q.kind == BOX and not collector.sources:
-            check.add(("questions", qid, "box"), "a box question needs an image in the request",
-                      "missing")
+    for qid, q in zip(ids, questions):  # a box is drawn on the request's one image
+        if q.kind == BOX and len(collector.sources) != 1:
+            check.add(("questions", qid, "box"), "a box question is answered on the request's "
+                      f"one image; this request has {len(collector.sources)}",
+                      "missing" if not collector.sources else "too_long")
     meta = Meta(tuple(ids), tuple(kinds.get(q.kind).systemone_legend(body["questions"][qid])
                                   for qid, q in zip(ids, questions)))
     return request(check, body, model=model, state=replace_placeholders(state, labels),
@@ -131,7 +132,7 @@ def render(outcome: Outcome, decision, meta: Meta) -> dict:
     """Answers keyed by question id, each in its kind's shape."""
     answers = {qid: kinds.get(q.kind).systemone_answer(q, a, legend) for qid, q, a, legend
                in zip(meta.ids, decision.questions, outcome.answers, meta.legends)}
-    usage = {"input_tokens": outcome.num_input_tokens, "output_tokens": 0}
+    usage = {"input_tokens": outcome.num_input_tokens, "output_tokens": outcome.output_tokens}
     if outcome.images:  # input_tokens include the image tokens
         usage["images"] = outcome.images
     doc = {"model": decision.model, "answers": answers, "usage": usage,

@@ -181,6 +181,10 @@ class Engine:
             "model": self.model, "prompt": text, "max_tokens": 1, "temperature": 0.0,
             "add_special_tokens": False})
 
+    def submit(self, fn, *args):
+        """fn(*args) on an engine thread: a future (generations run beside the reads)."""
+        return self._pool.submit(fn, *args)
+
     def map(self, fn, items) -> list:
         """fn over items on the engine's threads (one keep-alive connection each)."""
         return list(self._pool.map(fn, items))

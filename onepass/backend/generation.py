@@ -4,7 +4,7 @@ probe that says whether the engine can constrain one at all.
 Owns: the request body of a box generation (vLLM 0.32: `structured_outputs.json`, greedy,
 `logprobs` on; docs/box.md says why each field) and reading its text and per-token log-probs.
 Never: builds the prompt or the schema (kinds/box.py) or interprets the box.
-Not yet called by the pipeline or the start-up guard (docs/box.md, "Left").
+Called by boxes.py (each generating box question) and at start-up (the probe).
 """
 from __future__ import annotations
 
@@ -26,12 +26,17 @@ def body(model: str, messages: list, schema: dict, max_tokens: int) -> dict:
             "structured_outputs": {"json": schema}}
 
 
-def generate(engine, messages: list, schema: dict, max_tokens: int) -> tuple[str, list, bool]:
-    """(text, [(token text, log-prob)], cut): one constrained generation on the chat route
-    (the route images take); `cut` when the token cap stopped it before the schema closed."""
+def generate(engine, messages: list, schema: dict, max_tokens: int):
+    """(text, [(token text, log-prob)], cut, prompt tokens): one constrained generation on the
+    chat route (the route images take); `cut` when the token cap stopped it before the schema
+    closed; the prompt count includes the image's tokens."""
     doc = engine._checked("POST", "/v1/chat/completions",
                           body(engine.model, messages, schema, max_tokens))
-    return read_choice(doc, "message")
+    try:
+        prompt_tokens = int(doc["usage"]["prompt_tokens"])
+    except (KeyError, TypeError, ValueError):
+        raise EngineFailed("vLLM's generation lacks its usage counts") from None
+    return (*read_choice(doc, "message"), prompt_tokens)
 
 
 def read_choice(doc: dict, route: str) -> tuple[str, list, bool]:
@@ -76,3 +81,13 @@ def structured_outputs_live(engine, max_tokens: int) -> tuple[bool, str]:
                        f"{' (cut by the token cap)' if cut else ''}: structured outputs are "
                        "off or not enforced")
     return True, ""
+
+
+def box_engine(engine, profile, settings) -> str:
+    """At start-up, on a profile that answers boxes: "" when vLLM constrains a generation,
+    else why not (the box questions' refusal; nothing else changes). Other profiles: not
+    checked (they refuse boxes for their own reason)."""
+    if profile.vision is None or profile.vision.box is None:
+        return "not checked (no box convention in this profile)"
+    ok, why = structured_outputs_live(engine, settings.box_max_tokens)
+    return "" if ok else why

@@ -49,14 +49,27 @@ def image_bodies() -> tuple[tuple[str, dict], ...]:
                                "choices": [{"value": "red"}, {"value": "blue"}]}]}))
 
 
-def warmup_bodies(two_way: bool, vision: bool = False) -> tuple[tuple[str, dict], ...]:
+def box_body() -> tuple[str, dict]:
+    """A box question in each mode beside a noul, in one request: the constrained generation
+    (its grammar compiled once), the present and edge reads."""
+    url = "data:image/png;base64," + base64.b64encode(png(48, 32, (40, 40, 200))).decode()
+    return ("/v1/systemone", {"model": MODEL, "state": {"photo": url}, "questions": {
+        mode: {"type": "box", "instructions": "the blue area in `photo`", "box": {"mode": mode}}
+        for mode in ("generate", "edges", "hybrid")} | {
+        "blue": {"type": "noul", "instructions": "Is [image 1] blue?"}}})
+
+
+def warmup_bodies(two_way: bool, vision: bool = False,
+                  box: bool = False) -> tuple[tuple[str, dict], ...]:
     """(route, body): every question type in the default mode on both APIs (and images, on a
-    vision model); with two-way live, both modes explicitly too (on a GPU the two-way kernel
-    variant compiles on first use: not on a client's clock)."""
+    vision model; boxes where they are answered); with two-way live, both modes explicitly too
+    (on a GPU the two-way kernel variant compiles on first use: not on a client's clock)."""
     bodies = tuple(("/v1/systemone", b) for b in WARMUP_BODIES) + (("/v1/decisions",
                                                                     DECISIONS_BODY),)
     if vision:
         bodies += image_bodies()
+    if box:
+        bodies += (box_body(),)
     if not two_way:
         return bodies
     last = WARMUP_BODIES[-1]

@@ -12,13 +12,16 @@ from __future__ import annotations
 import json
 import math
 
-from ..decision import BOX, NOUL, Answer, Box, Option, Question
+from ..decision import BOX, NOUL, SCORE, Answer, Box, Option, Question
 from . import box_geometry
 from .base import Kind
 
 MODES = ("generate", "edges", "hybrid")
 DEFAULT_MODE = "generate"
 SETTINGS_KEYS = {"convention", "confidence", "present_temperature"}
+OPTIONAL_KEYS = {"fitted"}  # the record bench/fit_box_calibration.py writes beside its fit
+EDGES = ("left", "top", "right", "bottom")
+AGREE_IOU = 0.5  # hybrid: the two boxes agree when they overlap at least this much
 
 
 class BoxKind(Kind):
@@ -41,12 +44,17 @@ class BoxKind(Kind):
                      ("kwargs", "box"), check) or DEFAULT_MODE
         return {"mode": _mode(q.get("box"), loc + ("box",), check) or mode}
 
+    def listings(self, q, labels, opts):
+        """The generation's prompt: no labels to read, the JSON schema constrains the reply."""
+        return [(prompt_lines(q, q.convention), (), (), ())]
+
     def systemone_answer(self, q, a, legend):
         b = a.box
         return {"type": BOX, "box": {"left": b.left, "top": b.top, "right": b.right,
                                      "bottom": b.bottom},
                 "confidence": b.confidence, "present": b.present, "found": b.found,
-                "x_box_mode": b.mode}
+                "x_box_mode": b.mode, "x_box_logprob": b.logprob,
+                "x_box_raw": list(b.raw) if b.raw is not None else None}
 
 
 def _mode(holder, loc, check) -> str | None:
@@ -66,12 +74,14 @@ def _mode(holder, loc, check) -> str | None:
     return mode
 
 
-def answer(fractions, confidence: float, present: float, mode: str) -> Answer:
+def answer(fractions, confidence: float, present: float, mode: str,
+           logprob: float | None = None, raw=None) -> Answer:
     """The Answer for a box: `fractions` from to_fractions, None when nothing was found (then
     the whole image with confidence 0, whatever the generation's log-probs said)."""
     found = fractions is not None
     left, top, right, bottom = fractions if found else box_geometry.WHOLE
-    box = Box(left, top, right, bottom, confidence if found else 0.0, present, found, mode)
+    box = Box(left, top, right, bottom, confidence if found else 0.0, present, found, mode,
+              logprob if found else None, tuple(raw) if raw is not None else None)
     return Answer(BOX, (present, 1.0 - present), box.confidence, present,
                   0 if present >= 0.5 else 1, box)
 
@@ -81,6 +91,65 @@ def present_question(q: Question) -> Question:
     temperature, vision.box.present_temperature on top), never from the box generation."""
     return Question(NOUL, f"Is this visible in the image(s): {q.instructions}?",
                     (Option("true", "it is visible"), Option("false", "it is not visible")))
+
+
+def tempered(p_yes: float, temperature: float) -> float:
+    """`present` with the profile's present temperature on top of the noul read's own:
+    sigmoid(logit(p) / T), exact at 0 and 1."""
+    if p_yes <= 0.0 or p_yes >= 1.0 or temperature == 1.0:
+        return p_yes
+    z = math.log(p_yes / (1.0 - p_yes)) / temperature
+    return 1.0 / (1.0 + math.exp(-z)) if z >= 0 else math.exp(z) / (1.0 + math.exp(z))
+
+
+def edge_questions(q: Question, levels: int) -> tuple[Question, ...]:
+    """Edges mode: one score question per edge (left, top, right, bottom), its levels the
+    `levels` equal bands across the image (0 at the left or top border); each read gives a
+    distribution over the bands, never a generated number."""
+    across = {"left": "width, from the left", "right": "width, from the left",
+              "top": "height, from the top", "bottom": "height, from the top"}
+    return tuple(Question(SCORE, f"Where is the {edge} edge of {q.instructions}? Split the "
+                          f"image's {across[edge]}, into {levels} equal bands: which band "
+                          f"holds that edge?",
+                          tuple(Option(str(k), f"band {k} of {levels}") for k in range(levels)))
+                 for edge in EDGES)
+
+
+def edges_box(distributions) -> tuple[tuple, float]:
+    """(left, top, right, bottom as fractions, confidence feature) from the four edges'
+    distributions over equal bands: each edge at the expected band's centre; the feature is
+    the mean log of each edge's top band probability (the same scale as a generation's)."""
+    coords, feature = [], 0.0
+    for probs in distributions:
+        n = len(probs)
+        coords.append(math.fsum((k + 0.5) * p for k, p in enumerate(probs)) / n)
+        feature += math.log(max(max(probs), 1e-300)) / len(distributions)
+    left, right = sorted(coords[0::2])
+    top, bottom = sorted(coords[1::2])
+    return (left, top, right, bottom), feature
+
+
+def iou(a, b) -> float:
+    """Intersection over union of two (left, top, right, bottom) boxes."""
+    w = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
+    h = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+    union = _area(a) + _area(b) - w * h
+    return w * h / union if union > 0 else 0.0
+
+
+def hybrid(generated, edges) -> str:
+    """Which mode's box a hybrid question answers: when both boxes exist and agree
+    (IoU >= AGREE_IOU) the tighter one (smaller area), else the generated one (or edges', if
+    the generation found nothing)."""
+    if generated is None:
+        return "edges" if edges is not None else "generate"
+    if edges is not None and iou(generated, edges) >= AGREE_IOU and _area(edges) < _area(generated):
+        return "edges"
+    return "generate"
+
+
+def _area(b) -> float:
+    return max(0.0, b[2] - b[0]) * max(0.0, b[3] - b[1])
 
 
 def prompt_lines(q: Question, conv: box_geometry.Convention) -> list[str]:
@@ -100,8 +169,9 @@ def prompt_lines(q: Question, conv: box_geometry.Convention) -> list[str]:
 def check_settings(raw) -> None:
     """A vision profile's `vision.box`: convention, confidence map {a, b}, present temperature
     (ValueError says what is wrong)."""
-    if not isinstance(raw, dict) or set(raw) != SETTINGS_KEYS:
-        raise ValueError(f"vision.box needs exactly {', '.join(sorted(SETTINGS_KEYS))}")
+    if not isinstance(raw, dict) or not SETTINGS_KEYS <= set(raw) <= SETTINGS_KEYS | OPTIONAL_KEYS:
+        raise ValueError(f"vision.box needs exactly {', '.join(sorted(SETTINGS_KEYS))} (and "
+                         "optionally the fit's record, fitted)")
     box_geometry.convention(raw["convention"])
     conf, temp = raw["confidence"], raw["present_temperature"]
     if not (isinstance(conf, dict) and set(conf) == {"a", "b"}
@@ -135,7 +205,7 @@ def read_generation(text: str, tokens) -> tuple:
 
 def confidence(mean_logprob, settings: dict) -> float:
     """The calibrated P(IoU >= 0.5): a logistic map of the coordinate tokens' mean log-prob,
-    fitted per profile (bench/fit_box_calibration.py, planned). 0 without coordinate tokens."""
+    fitted per profile (bench/fit_box_calibration.py). 0 without coordinate tokens."""
     if mean_logprob is None:
         return 0.0
     z = settings["a"] * mean_logprob + settings["b"]

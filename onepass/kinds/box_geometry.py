@@ -6,6 +6,7 @@ Pure functions only, so every convention is tested with a known box (tests/unit/
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 UNITS = ("grid", "resized_pixels", "original_pixels")
@@ -18,6 +19,7 @@ class Convention:
     units: str  # grid: on a scale x scale grid; *_pixels: absolute pixels of that image
     order: str  # xyxy: left, top, right, bottom; yxyx: top, left, bottom, right
     scale: int = 0  # the grid size (1000, 1024); 0 for pixel units
+    resize: tuple = ()  # resized_pixels: the processor's (factor, min_pixels, max_pixels)
 
     def most(self, image_size) -> int:
         """The largest coordinate the generation may write (its JSON schema's maximum)."""
@@ -26,8 +28,8 @@ class Convention:
 
 def convention(raw) -> Convention:
     """A profile's convention object, checked (ValueError says what is wrong)."""
-    if not isinstance(raw, dict) or not set(raw) <= {"units", "order", "scale"}:
-        raise ValueError(f"convention takes units, order and scale; got {raw!r}")
+    if not isinstance(raw, dict) or not set(raw) <= {"units", "order", "scale", "resize"}:
+        raise ValueError(f"convention takes units, order, scale and resize; got {raw!r}")
     units, order, scale = raw.get("units"), raw.get("order"), raw.get("scale", 0)
     if units not in UNITS or order not in ORDERS:
         raise ValueError(f"convention units must be one of {', '.join(UNITS)} and order one of "
@@ -36,7 +38,37 @@ def convention(raw) -> Convention:
     if type(scale) is not int or (grid and scale < 2) or (not grid and scale != 0):
         raise ValueError(f"a grid convention needs an integer scale >= 2 (1000, 1024), pixel "
                          f"units none; got {scale!r}")
-    return Convention(units, order, scale)
+    resize = raw.get("resize")
+    if (units == "resized_pixels") != (resize is not None):
+        raise ValueError("resize (the processor's factor, min_pixels and max_pixels) goes with "
+                         "resized_pixels units, and only with them")
+    if resize is not None:
+        keys = ("factor", "min_pixels", "max_pixels")
+        if not (isinstance(resize, dict) and set(resize) == set(keys)
+                and all(type(resize[k]) is int and resize[k] > 0 for k in keys)
+                and resize["min_pixels"] <= resize["max_pixels"]):
+            raise ValueError(f"resize needs positive integers {', '.join(keys)}, "
+                             f"min_pixels <= max_pixels; got {resize!r}")
+        resize = tuple(resize[k] for k in keys)
+    return Convention(units, order, scale, resize or ())
+
+
+def resized(conv: Convention, size) -> tuple[int, int]:
+    """(width, height) of the image as the model saw it. resized_pixels models (Qwen2.5-VL's
+    processor) round each side to a multiple of `factor`, then scale both by one ratio into
+    [min_pixels, max_pixels]; other conventions do not need it (the size as sent)."""
+    if not conv.resize:
+        return tuple(size)
+    factor, low, high = conv.resize
+    w, h = size
+    bar_w, bar_h = (max(factor, round(n / factor) * factor) for n in (w, h))
+    if bar_w * bar_h > high:
+        beta = math.sqrt(w * h / high)
+        bar_w, bar_h = (max(factor, math.floor(n / beta / factor) * factor) for n in (w, h))
+    elif bar_w * bar_h < low:
+        beta = math.sqrt(low / (w * h))
+        bar_w, bar_h = (math.ceil(n * beta / factor) * factor for n in (w, h))
+    return bar_w, bar_h
 
 
 def to_fractions(raw, conv: Convention, image_size, resized_size):

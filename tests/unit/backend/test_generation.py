@@ -30,14 +30,15 @@ def completion(text, finish="stop"):
 class TestBoxGeneration(unittest.TestCase):
     def test_the_body_and_its_reading(self):
         """generation.generate: greedy, log-probs on, the schema under structured_outputs.json
-        on the chat route; the answer's text and (token, log-prob) pairs come back."""
+        on the chat route; the answer's text, (token, log-prob) pairs and prompt count come
+        back; an answer without its choice or its usage is vLLM's failure (502)."""
         seen, schema = [], box.schema(1000)
         content = [{"token": '{"box":[', "logprob": 0.0}, {"token": "12", "logprob": -0.25},
                    {"token": "]}", "logprob": -0.01}]
         doc = {"choices": [{"message": {"content": '{"box":[12]}'}, "finish_reason": "stop",
-                            "logprobs": {"content": content}}]}
+                            "logprobs": {"content": content}}], "usage": {"prompt_tokens": 90}}
         engine = engine_answering(200, doc, seen)
-        text, tokens, cut = generation.generate(engine, [{"role": "user", "content": "x"}],
+        text, tokens, cut, prompt_tokens = generation.generate(engine, [{"role": "user", "content": "x"}],
                                                 schema, 40)
         (path, sent), = seen
         self.assertEqual(path, "/v1/chat/completions")
@@ -46,8 +47,11 @@ class TestBoxGeneration(unittest.TestCase):
         self.assertEqual(sent["structured_outputs"], {"json": schema})
         self.assertEqual((text, tokens, cut), ('{"box":[12]}', [('{"box":[', 0.0), ("12", -0.25),
                                                                 ("]}", -0.01)], False))
+        self.assertEqual(prompt_tokens, 90)
         with self.assertRaises(EngineFailed):
             generation.generate(engine_answering(200, {"choices": []}), [], schema, 40)
+        with self.assertRaises(EngineFailed):
+            generation.generate(engine_answering(200, {**doc, "usage": {}}), [], schema, 40)
         engine.close()
 
 

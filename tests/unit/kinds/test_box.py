@@ -34,8 +34,8 @@ class TestConventions(unittest.TestCase):
             ({"units": "grid", "order": "xyxy", "scale": 1000}, [250, 125, 750, 625]),
             ({"units": "grid", "order": "yxyx", "scale": 1024}, [128, 256, 640, 768]),
             ({"units": "grid", "order": "xyxy", "scale": 1024}, [256, 128, 768, 640]),
-            ({"units": "resized_pixels", "order": "xyxy"}, [75, 25, 225, 125]),
-            ({"units": "resized_pixels", "order": "yxyx"}, [25, 75, 125, 225]),
+            ({"units": "resized_pixels", "order": "xyxy", "resize": {"factor": 28, "min_pixels": 3136, "max_pixels": 12845056}}, [75, 25, 225, 125]),
+            ({"units": "resized_pixels", "order": "yxyx", "resize": {"factor": 28, "min_pixels": 3136, "max_pixels": 12845056}}, [25, 75, 125, 225]),
             ({"units": "original_pixels", "order": "xyxy"}, [160, 60, 480, 300]),
         ]
         for raw_conv, raw in cases:
@@ -84,7 +84,8 @@ class TestAnswer(unittest.TestCase):
         self.assertEqual((a.box.found, a.box.confidence, a.box.present, a.box.mode),
                          (True, 0.9, 0.2, "edges"))
         doc = box.KIND.systemone_answer(None, a, None)
-        self.assertEqual(set(doc), {"type", "box", "confidence", "present", "found", "x_box_mode"})
+        self.assertEqual(set(doc), {"type", "box", "confidence", "present", "found", "x_box_mode",
+                                     "x_box_logprob", "x_box_raw"})
         self.assertEqual(doc["box"], dict(zip(("left", "top", "right", "bottom"), KNOWN)))
 
     def test_confidence_map(self):
@@ -207,19 +208,22 @@ class TestSystemOne(unittest.TestCase):
 
 
 class TestServerRefusal(unittest.TestCase):
-    def test_text_only_and_unwired(self):
+    def test_text_only_and_no_structured_outputs(self):
         """pipeline: a text-only profile refuses boxes for its model; a vision profile with a
-        convention refuses them until the generation is wired, for that reason."""
+        convention refuses them until the start-up probe found structured outputs, and then
+        with the probe's reason."""
         path = str(ROOT / "serve_config.json")
         reasons = {}
         for name in ("smollm2-135m", "idefics3-tiny"):
             profile = load_profile(path, name)[1]
             pipe = Pipeline(types.SimpleNamespace(model=profile), None, None)
+            pipe.box_engine = "the generation gave 'hello'"
             reasons[name] = pipe.box_refusal()
-            pipe.box_generation = True
+            pipe.box_engine = ""
             self.assertEqual(pipe.box_refusal() is None, name == "idefics3-tiny")
         self.assertIn("vision-language", reasons["smollm2-135m"])
-        self.assertIn("not answered by this build yet", reasons["idefics3-tiny"])
+        self.assertIn("structured outputs", reasons["idefics3-tiny"])
+        self.assertIn("the generation gave 'hello'", reasons["idefics3-tiny"])
 
 
 if __name__ == "__main__":

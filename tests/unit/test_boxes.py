@@ -1,0 +1,172 @@
+"""Stdlib-only tests of box questions on the decision path (onepass/boxes.py) and the pure pieces
+it folds with: the split into reads (present in place, edges after), folding the parts into one
+answer (present temperature, convention, confidence, hybrid choice, counts), the edges' box,
+the processor's resize for pixel conventions. No vLLM: the reads' answers and generations are
+given; what vLLM returns is tested live (tests/live/test_box_live.py).
+Run: python3 -S -m unittest tests.unit.test_boxes
+"""
+import math
+import unittest
+
+from onepass import boxes
+from onepass.decision import BOX, NOUL, SCORE, Answer, Decision, Option, Outcome, Question
+from onepass.images.formats import Image
+from onepass.kinds import box, box_geometry
+from onepass.kinds.box_geometry import convention
+from onepass.prompt.fitting import Selection
+
+SETTINGS = {"convention": {"units": "grid", "order": "xyxy", "scale": 1000},
+            "confidence": {"a": 2.0, "b": 1.0}, "present_temperature": 2.0}
+IMAGE = Image(b"", "png", 640, 480)
+
+
+def decision(*modes):
+    qs = [Question(NOUL, "Red?", (Option("true", None), Option("false", None)))]
+    qs += [Question(BOX, f"thing {m}", (), m) for m in modes]
+    return Decision(model="m", state="s", questions=tuple(qs), images=(IMAGE,))
+
+
+def noul(p_yes):
+    return Answer(NOUL, (p_yes, 1 - p_yes), 0.0, p_yes, 0 if p_yes >= 0.5 else 1)
+
+
+def level(k, n=10, p=1.0):
+    """A score answer with mass p on band k, the rest spread evenly."""
+    probs = [(1 - p) / (n - 1)] * n
+    probs[k] = p
+    return Answer(SCORE, tuple(probs), 0.0, 0.0, k)
+
+
+def outcome(answers, **counts):
+    return Outcome(tuple(answers), attention_mode="causal", **{"num_input_tokens": 100, **counts})
+
+
+class TestSplit(unittest.TestCase):
+    def test_present_in_place_edges_after(self):
+        """boxes.split: each box's place holds its present noul; edges and hybrid append four
+        score questions over the bands; generate appends none; internal names the parts."""
+        d = decision("generate", "edges", "hybrid")
+        s = boxes.split(d, 10)
+        kinds = [q.kind for q in s.reads.questions]
+        self.assertEqual(kinds, [NOUL] * 4 + [SCORE] * 8)
+        self.assertEqual(s.boxes, ((1, None), (2, 4), (3, 8)))
+        self.assertEqual(s.asked, 4)
+        self.assertEqual(boxes.internal(s), {1, 2, 3} | set(range(4, 12)))
+        self.assertIn("thing edges", s.reads.questions[2].instructions)
+        self.assertIn("left edge of thing edges", s.reads.questions[4].instructions)
+        self.assertEqual([len(q.options) for q in s.reads.questions[4:]], [10] * 8)
+        self.assertEqual(s.reads.questions[0], d.questions[0])
+
+
+class TestFold(unittest.TestCase):
+    def test_generate(self):
+        """boxes.fold: the generated box in fractions, its calibrated confidence from the digit
+        tokens' mean log-prob, present through the present temperature, the generation's
+        prompt and output tokens counted."""
+        d = decision("generate")
+        s = boxes.split(d, 10)
+        tokens = [('{"box": [', 0.0), ("250", -0.5), (", ", 0.0), ("125", -0.5), (", ", 0.0),
+                  ("750", -0.5), (", ", 0.0), ("625", -0.5), ("]}", 0.0)]
+        gen = {1: ('{"box": [250, 125, 750, 625]}', tokens, False, 70)}
+        out = boxes.fold(d, s, outcome([noul(0.9), noul(0.8)]), gen, SETTINGS)
+        b = out.answers[1].box
+        self.assertEqual((b.left, b.top, b.right, b.bottom), (0.25, 0.125, 0.75, 0.625))
+        self.assertEqual((b.found, b.mode, b.logprob), (True, "generate", -0.5))
+        self.assertAlmostEqual(b.confidence, 1 / (1 + math.exp(-(2.0 * -0.5 + 1.0))))
+        self.assertAlmostEqual(b.present, 1 / (1 + math.exp(-math.log(0.8 / 0.2) / 2.0)))
+        self.assertEqual(out.answers[0], noul(0.9))
+        self.assertEqual((out.num_input_tokens, out.output_tokens), (170, len(tokens)))
+
+    def test_not_found(self):
+        """boxes.fold: null, a cut generation, or a box outside the image: not found, the whole
+        image at confidence 0, present still answered."""
+        d = decision("generate")
+        s = boxes.split(d, 10)
+        for text, cut in (('{"box": null}', False), ('{"box": [1, 2', True),
+                          ('{"box": [500, 500, 500, 900]}', False)):
+            out = boxes.fold(d, s, outcome([noul(0.9), noul(0.3)]),
+                             {1: (text, [("1", -0.1)], cut, 10)}, SETTINGS)
+            b = out.answers[1].box
+            self.assertEqual((b.found, b.confidence, b.logprob), (False, 0.0, None), text)
+            self.assertEqual((b.left, b.top, b.right, b.bottom), box_geometry.WHOLE)
+            self.assertLess(b.present, 0.5)
+
+    def test_edges_and_hybrid(self):
+        """boxes.fold: edges puts each edge at its expected band's centre; hybrid answers the
+        tighter of two agreeing boxes, the generated one when they disagree; selections of the
+        internal questions are dropped."""
+        d = decision("edges", "hybrid")
+        s = boxes.split(d, 10)
+        edge_answers = [level(2), level(1), level(7), level(6)]  # 0.25, 0.15, 0.75, 0.65
+        gen_agree = ('{"box": [200, 100, 800, 700]}', [("200", -0.1)], False, 5)
+        reads = outcome([noul(0.5), noul(0.6), noul(0.6)] + edge_answers * 2,
+                        selections=(types_sel(0), types_sel(1), types_sel(5)))
+        out = boxes.fold(d, s, reads, {2: gen_agree}, SETTINGS)
+        e, h = out.answers[1].box, out.answers[2].box
+        self.assertEqual(e.mode, "edges")
+        for got, want in zip((e.left, e.top, e.right, e.bottom), (0.25, 0.15, 0.75, 0.65)):
+            self.assertAlmostEqual(got, want)
+        self.assertEqual(e.logprob, 0.0)  # every band certain
+        self.assertEqual(h.mode, "edges")  # agrees (IoU 0.69) and is smaller
+        self.assertEqual([sel.question for sel in out.selections], [0, 1])
+        disagree = ('{"box": [0, 0, 100, 100]}', [("100", -0.1)], False, 5)
+        h = boxes.fold(d, s, reads, {2: disagree}, SETTINGS).answers[2].box
+        self.assertEqual((h.mode, h.right), ("generate", 0.1))
+        null = ('{"box": null}', [], False, 5)
+        self.assertEqual(boxes.fold(d, s, reads, {2: null}, SETTINGS).answers[2].box.mode,
+                         "edges")
+
+
+def types_sel(i):
+    return Selection(i, 10, 20, "bm25")
+
+
+class TestPieces(unittest.TestCase):
+    def test_edges_box_orders_and_feature(self):
+        """box.edges_box: reversed edges are put in order; a flat distribution lands at the
+        centre with the feature log(1/n)."""
+        flat = [0.1] * 10
+        fr, feature = box.edges_box([flat, flat, flat, flat])
+        self.assertEqual(fr, (0.5, 0.5, 0.5, 0.5))
+        self.assertAlmostEqual(feature, math.log(0.1))
+        fr, _ = box.edges_box([level(8).probabilities, level(0).probabilities,
+                               level(1).probabilities, level(9).probabilities])
+        self.assertEqual(fr, (0.15, 0.05, 0.85, 0.95))
+
+    def test_hybrid_and_iou(self):
+        """box.iou and box.hybrid on known boxes."""
+        self.assertAlmostEqual(box.iou((0, 0, 0.5, 0.5), (0.25, 0, 0.75, 0.5)), 1 / 3)
+        self.assertEqual(box.iou((0, 0, 0.1, 0.1), (0.5, 0.5, 1, 1)), 0.0)
+        big, small = (0.1, 0.1, 0.9, 0.9), (0.15, 0.15, 0.85, 0.85)
+        self.assertEqual(box.hybrid(big, small), "edges")
+        self.assertEqual(box.hybrid(small, big), "generate")
+        self.assertEqual(box.hybrid(None, None), "generate")
+
+    def test_tempered(self):
+        """box.tempered: T = 1 and the ends unchanged; T > 1 pulls towards 0.5."""
+        self.assertEqual(box.tempered(0.8, 1.0), 0.8)
+        self.assertEqual((box.tempered(0.0, 3.0), box.tempered(1.0, 3.0)), (0.0, 1.0))
+        self.assertTrue(0.5 < box.tempered(0.8, 2.0) < 0.8)
+        self.assertTrue(0.2 < box.tempered(0.2, 2.0) < 0.5)
+
+    def test_resized_like_the_processor(self):
+        """box_geometry.resized: sides rounded to the factor, then scaled into the pixel
+        bounds (values worked by hand from Qwen2-VL's rule); no resize for grid units."""
+        conv = convention({"units": "resized_pixels", "order": "xyxy", "resize": {
+            "factor": 28, "min_pixels": 3136, "max_pixels": 1003520}})
+        self.assertEqual(box_geometry.resized(conv, (640, 480)), (644, 476))
+        self.assertEqual(box_geometry.resized(conv, (4000, 3000)), (1148, 840))
+        self.assertEqual(box_geometry.resized(conv, (20, 10)), (84, 56))
+        grid = convention(SETTINGS["convention"])
+        self.assertEqual(box_geometry.resized(grid, (640, 480)), (640, 480))
+        for bad in ({"units": "resized_pixels", "order": "xyxy"},
+                    {**SETTINGS["convention"], "resize": {"factor": 28, "min_pixels": 1,
+                                                          "max_pixels": 2}},
+                    {"units": "resized_pixels", "order": "xyxy", "resize": {
+                        "factor": 28, "min_pixels": 9, "max_pixels": 2}}):
+            with self.assertRaises(ValueError, msg=bad):
+                convention(bad)
+
+
+if __name__ == "__main__":
+    unittest.main()
