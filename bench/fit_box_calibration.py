@@ -148,6 +148,8 @@ def main(argv=None) -> int:
     records, split, seed, n_data = records_and_source(args)
     xs, hits, conf_before = confidence_data(records)
     a, b, note = bm.fit_logistic(xs, hits)
+    if not xs:  # nothing to fit: keep the profile's map rather than reset it
+        a, b, note = a0, b0, "no found boxes on present items: the map is left as it is"
     if note:
         print(f"confidence: {note}")
     raws, present_true, present_before = present_data(records, t_current)
@@ -167,9 +169,13 @@ def main(argv=None) -> int:
         print(f"{name:22}{len(ys):5d}  {shown[0]:>10} {shown[1]:>7}  {shown[2]:>10} {shown[3]:>7}")
     print("(fitted and measured on the same fit half: check the eval half with bench/box_eval.py)")
 
-    fitted = {"by": "bench/fit_box_calibration.py", "n": len(records), "split": split,
+    answered = sum(1 for r in records if r.get("found") is not None)
+    fitted = {"by": "bench/fit_box_calibration.py", "n": answered, "split": split,
               "data": f"bench/box_scenes.py --seed {seed} --n {n_data}",
               "date": datetime.datetime.now(datetime.timezone.utc).date().isoformat()}
+    if args.write and not answered:
+        print("nothing was answered: not writing")
+        return 1
     if args.write:
         write_config(config_path, profile, a, b, t, fitted)
         print(f"wrote {config_path}: profiles.{profile}.vision.box (confidence, "
