@@ -1,0 +1,192 @@
+"""Stdlib-only tests of the box bench (bench/box_metrics.py, box_scenes.py, box_eval.py,
+fit_box_calibration.py): IoU and ECE of known cases, the logistic and temperature fits recovering
+known parameters, every referring expression picking out exactly its target, the split, a reply's
+scoring, the config write; with Pillow, each drawn shape lies inside its true box.
+Run: python3 -S -m unittest tests.unit.bench.test_box_bench
+"""
+import json
+import math
+import random
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[3]
+sys.path.insert(0, str(ROOT / "bench"))  # bench/ is scripts, not a package
+import box_eval  # noqa: E402
+import box_metrics as bm  # noqa: E402
+import box_scenes  # noqa: E402
+import fit_box_calibration  # noqa: E402
+
+try:
+    import PIL  # noqa: F401
+    HAVE_PIL = True
+except ImportError:
+    HAVE_PIL = False
+
+N_ITEMS = 300
+
+
+def box(l, t, r, b):
+    return {"left": l, "top": t, "right": r, "bottom": b}
+
+
+class TestMetrics(unittest.TestCase):
+    def test_iou(self):
+        self.assertEqual(bm.iou(box(0, 0, 1, 1), box(0, 0, 1, 1)), 1.0)
+        self.assertEqual(bm.iou(box(0, 0, 0.5, 0.5), box(0.5, 0.5, 1, 1)), 0.0)
+        self.assertAlmostEqual(bm.iou(box(0, 0, 0.5, 1), box(0.25, 0, 0.75, 1)), 1 / 3)
+        self.assertAlmostEqual(bm.iou(bm.WHOLE, box(0, 0, 0.5, 0.5)), 0.25)
+        self.assertEqual(bm.iou(box(0.3, 0.3, 0.3, 0.3), box(0.3, 0.3, 0.3, 0.3)), 0.0)
+
+    def test_ece(self):
+        # bin 1: mean 0.15, rate 0.5; bin 8: mean 0.85, rate 1 -> 0.5*0.35 + 0.5*0.15
+        self.assertAlmostEqual(bm.ece([0.15, 0.15, 0.85, 0.85], [0, 1, 1, 1]), 0.25)
+        self.assertAlmostEqual(bm.ece([1.0, 1.0, 0.0], [True, True, False]), 0.0)  # 1.0: last bin
+        self.assertIsNone(bm.ece([], []))
+        bins = bm.reliability([0.05, 0.95, 1.0], [0, 1, 1])
+        self.assertEqual([b["n"] for b in bins], [1] + [0] * 8 + [2])
+
+    def test_percentile(self):
+        self.assertEqual(bm.percentile([3, 1, 2], 50), 2)
+        self.assertAlmostEqual(bm.percentile([0, 10], 95), 9.5)
+        self.assertIsNone(bm.percentile([], 50))
+
+    def test_logistic_fit_recovers_known_a_b(self):
+        rng = random.Random(7)
+        xs = [rng.uniform(-3.0, 1.0) for _ in range(6000)]
+        ys = [rng.random() < bm.sigmoid(2.0 * x + 0.5) for x in xs]
+        a, b, note = bm.fit_logistic(xs, ys)
+        self.assertAlmostEqual(a, 2.0, delta=0.2)
+        self.assertAlmostEqual(b, 0.5, delta=0.2)
+        self.assertEqual(note, "")
+
+    def test_logistic_fit_degenerate(self):
+        a, b, note = bm.fit_logistic([-1.0, -0.5, -2.0], [True, True, True])
+        self.assertEqual(a, 0.0)
+        self.assertAlmostEqual(bm.sigmoid(b), 3.5 / 4)
+        self.assertIn("all hits", note)
+        self.assertEqual(bm.fit_logistic([], [])[:2], (1.0, 0.0))
+        a, b, _ = bm.fit_logistic([-1.0, -1.0, -2.0, -2.0], [True, False, True, False])  # flat x
+        self.assertTrue(math.isfinite(a) and math.isfinite(b))
+        self.assertAlmostEqual(bm.sigmoid(a * -1.5 + b), 0.5, delta=0.01)
+
+    def test_temperature_fit_recovers_known_t(self):
+        rng = random.Random(11)
+        raws = [rng.gauss(0.0, 4.0) for _ in range(5000)]
+        ys = [rng.random() < bm.sigmoid(z / 3.0) for z in raws]
+        t, note = bm.fit_temperature(raws, ys)
+        self.assertAlmostEqual(t, 3.0, delta=0.3)
+        self.assertEqual(note, "")
+        self.assertEqual(bm.fit_temperature([0.0, 0.0], [True, False])[0], None)
+
+
+class TestScenes(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.items = [box_scenes.make_item(3, i, N_ITEMS) for i in range(N_ITEMS)]
+
+    def test_expression_is_unique_and_names_the_target(self):
+        for item in self.items:
+            objects, expr = item["objects"], item["expression"]
+            self.assertEqual(item["instructions"], box_scenes.describe(expr))
+            self.assertTrue(1 <= len(objects) <= 5, item["id"])
+            if item["present"]:
+                self.assertEqual(box_scenes.resolve(expr, objects), [item["target"]], item["id"])
+            else:
+                self.assertEqual(box_scenes.resolve(expr, objects), [], item["id"])
+                self.assertIsNone(item["box"])
+
+    def test_targets_have_distractors_and_some_items_are_absent(self):
+        absent = sum(not it["present"] for it in self.items)
+        self.assertTrue(0.1 * N_ITEMS < absent < 0.3 * N_ITEMS, absent)
+        with_distractor = 0
+        for it in (it for it in self.items if it["present"]):
+            target = it["objects"][it["target"]]
+            with_distractor += any(o is not target and (o["shape"] == target["shape"]
+                                                        or o["colour"] == target["colour"])
+                                   for o in it["objects"])
+        self.assertGreater(with_distractor, 0.95 * (N_ITEMS - absent))
+
+    def test_box_is_the_target_in_fractions(self):
+        for item in (it for it in self.items if it["present"]):
+            l, t, r, b = item["objects"][item["target"]]["px"]
+            self.assertEqual(item["box"], box(l / item["width"], t / item["height"],
+                                              r / item["width"], b / item["height"]))
+            self.assertTrue(0 <= item["box"]["left"] < item["box"]["right"] <= 1)
+            self.assertTrue(0 <= item["box"]["top"] < item["box"]["bottom"] <= 1)
+
+    def test_deterministic(self):
+        self.assertEqual(box_scenes.make_item(3, 17, N_ITEMS), self.items[17])
+        self.assertNotEqual(box_scenes.make_item(4, 17, N_ITEMS)["objects"],
+                            self.items[17]["objects"])
+
+    def test_split_is_deterministic_and_disjoint(self):
+        fit, ev = (box_scenes.select(self.items, part) for part in ("fit", "eval"))
+        ids = [{it["id"] for it in part} for part in (fit, ev)]
+        self.assertFalse(ids[0] & ids[1])
+        self.assertEqual(ids[0] | ids[1], {it["id"] for it in self.items})
+        self.assertEqual(len(fit), len(ev))
+        self.assertEqual(fit, box_scenes.select(self.items, "fit"))
+        self.assertTrue(all(it["split"] == "fit" for it in fit))
+        self.assertEqual(len(box_scenes.select(self.items, "eval", 5)), 5)
+
+    @unittest.skipUnless(HAVE_PIL, "Pillow is not installed")
+    def test_drawn_pixels_lie_in_the_true_box(self):
+        from PIL import Image, ImageDraw
+        for item in self.items[:80]:
+            self.assertEqual(box_scenes.render(item).size, (item["width"], item["height"]))
+            for obj in item["objects"]:
+                canvas = Image.new("RGB", (item["width"], item["height"]), "black")
+                box_scenes.draw_object(ImageDraw.Draw(canvas), obj)
+                drawn = canvas.getbbox()  # (left, top, right, bottom), right/bottom exclusive
+                l, t, r, b = obj["px"]
+                self.assertTrue(l <= drawn[0] and t <= drawn[1] and drawn[2] <= r and drawn[3] <= b,
+                                (item["id"], obj["shape"], drawn, obj["px"]))
+                self.assertLessEqual(max(drawn[0] - l, drawn[1] - t, r - drawn[2], b - drawn[3]), 1)
+
+
+class TestEvalAndFitTools(unittest.TestCase):
+    ITEM = {"id": "x", "split": "eval", "present": True, "box": box(0, 0, 0.5, 0.5)}
+
+    def test_score_and_summary(self):
+        answer = {"type": "box", "box": box(0, 0, 0.5, 0.5), "found": True, "confidence": 0.9,
+                  "present": 0.8, "x_box_logprob": -0.1}
+        hit, _ = box_eval.score(self.ITEM, 200, {"answers": {"q": answer}}, 0.1)
+        lost = {**answer, "found": False, "box": bm.WHOLE, "confidence": 0, "x_box_logprob": None}
+        miss, _ = box_eval.score(self.ITEM, 200, {"answers": {"q": lost}}, 0.3)
+        fail, why = box_eval.score(self.ITEM, 503, {"error": "x"}, 0.2)
+        self.assertEqual((hit["iou"], hit["hit"]), (1.0, True))
+        self.assertAlmostEqual(miss["iou"], 0.25)  # not found scores the whole image
+        self.assertEqual(why, "HTTP 503")
+        s = box_eval.summary([hit, miss, fail])
+        self.assertEqual((s["n"], s["answered"], s["non_200"]), (3, 2, 1))
+        self.assertAlmostEqual(s["mean_iou"], 0.625)
+        self.assertEqual(s["acc_at_0.5"], 0.5)
+        self.assertEqual(s["found_rate"], 0.5)
+        self.assertEqual(s["present_accuracy"], 1.0)
+
+    def test_write_config_keeps_the_rest(self):
+        original = (ROOT / "serve_config.json").read_text(encoding="utf-8")
+        profile = next(name for name, p in json.loads(original)["profiles"].items()
+                       if (p.get("vision") or {}).get("box"))
+        fitted = {"by": "bench/fit_box_calibration.py", "n": 2, "split": "fit",
+                  "data": "bench/box_scenes.py --seed 0 --n 4", "date": "2026-01-01"}
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "serve_config.json"
+            path.write_text(original, encoding="utf-8")
+            fit_box_calibration.write_config(path, profile, 1.5, -0.25, 2.0, fitted)
+            after = json.loads(path.read_text(encoding="utf-8"))
+            self.assertEqual(path.read_text(encoding="utf-8"),
+                             json.dumps(after, indent=2, ensure_ascii=False) + "\n")
+        new_box = after["profiles"][profile]["vision"]["box"]
+        self.assertEqual(new_box["confidence"], {"a": 1.5, "b": -0.25})
+        self.assertEqual((new_box["present_temperature"], new_box["fitted"]), (2.0, fitted))
+        before = json.loads(original)
+        before["profiles"][profile]["vision"]["box"] = new_box
+        self.assertEqual(before, after)  # nothing else moved
+
+
+if __name__ == "__main__":
+    unittest.main()
