@@ -8,11 +8,12 @@ Never does I/O, never imports anything beyond the standard library (the unit tes
 """
 import math
 
+import metrics  # bench/metrics.py: standard library only
+
 BINS = 10
 HIT_IOU = 0.5
 L2_A = 1e-2  # a weak prior on the slope: keeps Newton finite on separable or flat data
 T_RANGE = (0.01, 100.0)
-GOLDEN = (math.sqrt(5) - 1) / 2
 WHOLE = {"left": 0.0, "top": 0.0, "right": 1.0, "bottom": 1.0}
 
 
@@ -144,20 +145,8 @@ def fit_temperature(raws: list, ys: list, t_range: tuple = T_RANGE) -> tuple:
 
     def loss(u):
         return temperature_nll(math.exp(u), raws, ys)
-    best = min(range(len(grid)), key=lambda i: loss(grid[i]))
-    a, b = grid[max(best - 1, 0)], grid[min(best + 1, len(grid) - 1)]
-    c, d = b - GOLDEN * (b - a), a + GOLDEN * (b - a)
-    fc, fd = loss(c), loss(d)
-    while b - a > 1e-6:
-        if fc < fd:
-            b, d, fd = d, c, fc
-            c = b - GOLDEN * (b - a)
-            fc = loss(c)
-        else:
-            a, c, fc = c, d, fd
-            d = a + GOLDEN * (b - a)
-            fd = loss(d)
-    t = math.exp((a + b) / 2)
+    u = metrics.grid_then_golden(loss, grid, lambda a, b: b - a <= 1e-6)
+    t = math.exp(u)
     note = ""
     if t < t_range[0] * 1.05 or t > t_range[1] / 1.05:
         note = f"T = {t:.3g} is at the search bound {t_range}: the logits carry little signal"

@@ -24,7 +24,6 @@ import metrics  # noqa: E402
 KINDS = devdata.KINDS
 A_RANGE = (0.05, 20.0)
 GRID = 41  # log-spaced exponents; the loss is convex in a, so the best one brackets the minimum
-GOLDEN = (math.sqrt(5) - 1) / 2
 TINY = 1e-300  # log of an exact 0 (a double underflow) stays finite
 
 
@@ -59,21 +58,7 @@ def fit_exponent(records: list) -> float:
         return metrics.log_loss([rescale(r, a) for r in records])
     lo, hi = (math.log(x) for x in A_RANGE)
     grid = [math.exp(lo + (hi - lo) * i / (GRID - 1)) for i in range(GRID)]
-    best = min(range(GRID), key=lambda i: loss(grid[i]))
-    a, b = grid[max(best - 1, 0)], grid[min(best + 1, GRID - 1)]
-    c, d = b - GOLDEN * (b - a), a + GOLDEN * (b - a)
-    fc, fd = loss(c), loss(d)
-    while b - a > 1e-4 * max(1.0, a):
-        if fc < fd:
-            b, d, fd = d, c, fc
-            c = b - GOLDEN * (b - a)
-            fc = loss(c)
-        else:
-            a, c, fc = c, d, fd
-            d = a + GOLDEN * (b - a)
-            fd = loss(d)
-    return (a + b) / 2
-
+    return metrics.grid_then_golden(loss, grid, lambda a, b: b - a <= 1e-4 * max(1.0, a))
 
 def profile_parser(doc: str) -> argparse.ArgumentParser:
     """The flags the fitting tools share: the server and data (evaluate's), config, profile."""

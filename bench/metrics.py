@@ -11,6 +11,7 @@ from collections import defaultdict
 BINS = 10
 EPS = 1e-12  # log-loss clamp: one confidently wrong answer must not make the mean infinite
 METRICS = ("accuracy", "ece", "brier", "log_loss", "order_sensitivity")
+GOLDEN = (math.sqrt(5) - 1) / 2
 
 
 def answer_probabilities(kind: str, answer: dict) -> dict:
@@ -107,3 +108,22 @@ def group(records, field: str) -> dict:
     for r in records:
         out[r[field]].append(r)
     return dict(out)
+
+
+def grid_then_golden(loss, grid: list, done) -> float:
+    """The minimum of a one-dimensional `loss`: the best grid point, then golden-section search
+    between its neighbours until `done(a, b)` says the bracket is narrow enough."""
+    best = min(range(len(grid)), key=lambda i: loss(grid[i]))
+    a, b = grid[max(best - 1, 0)], grid[min(best + 1, len(grid) - 1)]
+    c, d = b - GOLDEN * (b - a), a + GOLDEN * (b - a)
+    fc, fd = loss(c), loss(d)
+    while not done(a, b):
+        if fc < fd:
+            b, d, fd = d, c, fc
+            c = b - GOLDEN * (b - a)
+            fc = loss(c)
+        else:
+            a, c, fc = c, d, fd
+            d = a + GOLDEN * (b - a)
+            fd = loss(d)
+    return (a + b) / 2

@@ -4,7 +4,7 @@ request's other reads, and (generate, hybrid) one constrained generation; then f
 Owns: the split (the box question's place holds its `present` noul, so question indices and
 fitted-state reports stay the request's; edges mode appends four edge questions after the
 request's own), the generations (fitted like any read, within the context less their token
-cap; run on the engine's threads beside the reads), and folding every part into one box Answer
+cap; run at once on the engine's threads, after the reads), and folding every part into one box Answer
 (present temperature, convention conversion, confidence map, hybrid choice).
 Never: parses or renders an API (the box kind does), or builds prompts itself (prompt/ does).
 In: a Decision with box questions. Out: the reads' Decision, then the request's Outcome.
@@ -52,8 +52,7 @@ def internal(s: Split) -> set[int]:
 def start_generations(decision: Decision, s: Split, pipe) -> dict:
     """{question index: future of (text, tokens, cut, prompt tokens)}: each generating box
     question laid out with the profile's convention, fitted into the context less the token
-    cap, and sent at once on the engine's threads (the reads run meanwhile). Causal always:
-    a generation decodes."""
+    cap, and sent at once on the engine's threads. Causal always: a generation decodes."""
     conv = box_geometry.convention(pipe.profile.vision.box["convention"])
     mine = [i for i, _ in s.boxes if decision.questions[i].mode in GENERATES]
     if not mine:

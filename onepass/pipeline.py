@@ -130,17 +130,14 @@ class Pipeline:
     # -- fit, reads, readout, re-read ------------------------------------------------------
     def answer(self, decision: Decision) -> Outcome:
         """Every question answered. Box questions are split into label reads that join the
-        others' and a generation that runs beside them, then folded back (boxes.py)."""
+        others' and generations that run after them, then folded back (boxes.py)."""
         if not any(q.kind == BOX for q in decision.questions):
             return self.answer_reads(decision)
         parts = boxes.split(decision, min(MAX_LEVELS, len(self.labels.score)))
+        outcome = self.answer_reads(parts.reads, boxes.internal(parts))
+        # Generations after the reads, not beside them: the reads then batch and hit the
+        # prefix cache as they would alone, so every form of a request answers the same.
         generations = boxes.start_generations(decision, parts, self)
-        try:
-            outcome = self.answer_reads(parts.reads, boxes.internal(parts))
-        except BaseException:
-            for future in generations.values():
-                future.cancel()
-            raise
         return boxes.fold(decision, parts, outcome,
                           {i: f.result() for i, f in generations.items()}, self.profile.vision.box)
 
