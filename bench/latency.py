@@ -72,7 +72,7 @@ def state(tag: str, sentences: int, images: int = 0, i: int = 0, path: int = 0):
     if not images:
         return text
     urls = ["data:image/png;base64," + base64.b64encode(
-        png(64, 48, ((i * 37 + k) % 256, (i * 91) % 256, path * 128))).decode()
+        png(64, 48, ((i * 37 + k) % 256, (i * 91) % 256, path * 100))).decode()
         for k in range(images)]
     return {"photos": urls, "ticket": text}
 
