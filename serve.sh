@@ -104,7 +104,7 @@ start_vllm() {
     { read -r dtype; read -r why; } < <("$PY" "$ROOT/tools/cpu_dtype.py" \
       "${ONEPASS_DTYPE:-auto}") || die 12 "ONEPASS_DTYPE must be auto, float32 or bfloat16"
     say "start vLLM: dtype $dtype ($why)"
-    # Eager on CPU unless ONEPASS_EAGER=0: torch.compile starts 2-4 minutes later for a few
+    # Eager on CPU unless ONEPASS_EAGER=0: torch.compile is ready 1-3.5 minutes later for 2-14
     # per cent (bench/engine_options.sh, docs/measured.md).
     [ "${ONEPASS_EAGER:-1}" = 1 ] && eager=--enforce-eager
     # 32-token cache blocks (the CPU backend's smallest; vLLM picks 128): the reads of one state

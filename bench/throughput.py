@@ -53,10 +53,12 @@ def model_flops_per_token(model_dir: Path) -> float:
     return 2.0 * layers * per_layer
 
 
-def matmul_flops(dtype: str) -> float:
-    """The CPU's best matmul rate in projection shapes of the embedded model at 256 and 1,024
-    prompt tokens (the smallest alone underrates bf16 by a third here)."""
-    shapes = [(t, k, n) for t in (256, 1024) for k, n in ((576, 1536), (1536, 576))]
+def matmul_flops(dtype: str, model_dir: Path) -> float:
+    """The CPU's best matmul rate in the model's MLP shapes at 256 and 1,024 prompt tokens (the
+    smallest alone underrated bf16 by a third here)."""
+    c = json.loads((model_dir / "config.json").read_text())
+    h, inter = c["hidden_size"], c["intermediate_size"]
+    shapes = [(t, k, n) for t in (256, 1024) for k, n in ((h, inter), (inter, h))]
     return cpu_dtype.matmul_rate(dtype, shapes, seconds=1.0)
 
 
@@ -154,7 +156,7 @@ def main() -> None:
              "direct, question first": Direct(args.vllm, profile, True).decide,
              "direct, state first": Direct(args.vllm, profile, False).decide}
     flops = model_flops_per_token(Path(args.model_dir))
-    peak = matmul_flops(args.dtype) if args.dtype else None
+    peak = matmul_flops(args.dtype, Path(args.model_dir)) if args.dtype else None
     rows = []
     print(f"case {name}; {args.requests} decisions per row; layout {args.layout}; "
           f"{platform.machine()} {os.cpu_count()} cores; model {profile.served_model_name}")

@@ -45,8 +45,9 @@ def cpu_flags(cpuinfo: str) -> set[str]:
     return flags
 
 
-def choose(requested: str, flags: set[str], rates: dict | None = None) -> tuple[str, str]:
-    """(dtype, reason). `rates`: measured FLOP/s per dtype, or None where they cannot be."""
+def choose(requested: str, flags: set[str], measure=None) -> tuple[str, str]:
+    """(dtype, reason). `measure()`: FLOP/s per dtype, or None where they cannot be measured
+    (default measured_rates); called only where the flags leave the choice open."""
     if requested in DTYPES:
         return requested, f"ONEPASS_DTYPE={requested}"
     if requested != "auto":
@@ -54,6 +55,7 @@ def choose(requested: str, flags: set[str], rates: dict | None = None) -> tuple[
     native = ", ".join(sorted(flags.intersection(NATIVE_BF16)))
     if not native:
         return "float32", "the CPU has no native bf16 (no avx512_bf16 or amx_bf16): fp32 is faster"
+    rates = (measure or measured_rates)()
     if rates is None:
         return "bfloat16", f"the CPU computes bf16 natively ({native}); not measured (no torch)"
     bf16, fp32 = rates["bfloat16"] / 1e9, rates["float32"] / 1e9
@@ -79,8 +81,7 @@ def main(argv: list[str]) -> int:
     except OSError:
         flags = set()
     try:
-        native = requested == "auto" and flags.intersection(NATIVE_BF16)
-        dtype, reason = choose(requested, flags, measured_rates() if native else None)
+        dtype, reason = choose(requested, flags)
     except ValueError as e:
         print(e, file=sys.stderr)
         return 2

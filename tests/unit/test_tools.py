@@ -16,17 +16,20 @@ class CpuDtypeTest(unittest.TestCase):
         """cpu_dtype: fp32 on AVX2-only CPUs whatever is measured; with avx512_bf16 or amx_bf16,
         bf16 only if it measures BF16_MARGIN x fp32's rate (the flag decides without torch)."""
         fast, slow = {"bfloat16": 2.2e11, "float32": 1e11}, {"bfloat16": 1.36e11, "float32": 2.5e11}
-        self.assertEqual(cpu_dtype.choose("auto", cpu_dtype.cpu_flags(AVX2), fast)[0], "float32")
-        self.assertEqual(cpu_dtype.choose("auto", cpu_dtype.cpu_flags(ZEN4), fast)[0], "bfloat16")
-        dtype, why = cpu_dtype.choose("auto", cpu_dtype.cpu_flags(SAPPHIRE), fast)
+        def unmeasured():
+            raise AssertionError("an AVX2-only CPU is not measured: bf16 would be emulated")
+        avx2, zen4 = cpu_dtype.cpu_flags(AVX2), cpu_dtype.cpu_flags(ZEN4)
+        self.assertEqual(cpu_dtype.choose("auto", avx2, unmeasured)[0], "float32")
+        self.assertEqual(cpu_dtype.choose("auto", zen4, lambda: fast)[0], "bfloat16")
+        dtype, why = cpu_dtype.choose("auto", cpu_dtype.cpu_flags(SAPPHIRE), lambda: fast)
         self.assertEqual(dtype, "bfloat16")
         self.assertIn("amx_bf16", why)
-        dtype, why = cpu_dtype.choose("auto", cpu_dtype.cpu_flags(ZEN4), slow)
+        dtype, why = cpu_dtype.choose("auto", cpu_dtype.cpu_flags(ZEN4), lambda: slow)
         self.assertEqual(dtype, "float32")
         self.assertIn("136 GFLOP/s in bf16, 250 in fp32", why)
         tie = {"bfloat16": 1.1e11, "float32": 1e11}  # under the margin: no flip between restarts
-        self.assertEqual(cpu_dtype.choose("auto", cpu_dtype.cpu_flags(ZEN4), tie)[0], "float32")
-        dtype, why = cpu_dtype.choose("auto", cpu_dtype.cpu_flags(ZEN4), None)
+        self.assertEqual(cpu_dtype.choose("auto", zen4, lambda: tie)[0], "float32")
+        dtype, why = cpu_dtype.choose("auto", cpu_dtype.cpu_flags(ZEN4), lambda: None)
         self.assertEqual(dtype, "bfloat16")
         self.assertIn("not measured", why)
 
@@ -52,6 +55,13 @@ class CpuDtypeTest(unittest.TestCase):
                 self.assertIn("GFLOP/s", why)
             except ImportError:
                 self.assertEqual((dtype, "not measured" in why), (want, True))
+
+    def test_override_and_refusal(self):
+        """cpu_dtype: ONEPASS_DTYPE wins over the flags; anything else is refused."""
+        self.assertEqual(cpu_dtype.choose("float32", cpu_dtype.cpu_flags(ZEN4))[0], "float32")
+        self.assertEqual(cpu_dtype.choose("bfloat16", set())[0], "bfloat16")
+        with self.assertRaises(ValueError):
+            cpu_dtype.choose("fp16", set())
 
 
 if __name__ == "__main__":
