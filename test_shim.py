@@ -523,8 +523,8 @@ class TestStdlibOnly(unittest.TestCase):
 
     def test_the_package_lists_the_pipeline_steps_in_order(self):
         """onepass/__init__.py's STEPS and docstring list the steps pipeline.decide runs, in the
-        order its `# step:` lines run them; fit, reads, readout and reread each run in answer
-        or read, marked there too."""
+        order its `# step:` lines run them; fit, reads, readout, reread, think and generate
+        each run in answer or read, marked there too."""
         import onepass
         source = (ROOT / "onepass" / "pipeline.py").read_text()
         decide = source[source.index("    def decide("):source.index("    def body(")]
@@ -539,7 +539,7 @@ class TestStdlibOnly(unittest.TestCase):
                   if line.startswith("  ") and not line.startswith("   ")]
         self.assertEqual(tuple(listed), onepass.STEPS)
         rest = source[source.index("    def answer("):]
-        for step in ("fit", "reads", "readout", "reread"):
+        for step in ("fit", "reads", "readout", "reread", "think", "generate"):
             self.assertIn(f"# step: {step}", rest)
 
     def test_shim_runs_isolated(self):

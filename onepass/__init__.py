@@ -2,13 +2,17 @@
 
 The request path, in order (pipeline.Pipeline.decide; tests check this list against pipeline.py):
   parse     edge/transport decodes the body; the route's api/ adapter checks it into a Request
-  resolve   the model name, attention mode and kwargs.layout / kwargs.calibration, once
+  resolve   the model name, attention mode, kwargs.layout / .calibration / .reasoning, once
   images    images/ fetches links and checks every image's bytes
   fit       prompt/ lays out each question (its kind's lines, kinds/) and fits it to the context
   reads     backend/engine reads the label log-probs from vLLM, concurrently
   readout   readout turns them into option probabilities (temperature, prior, shrink, the kind's
             own step) and each kind's answer
   reread    uncertain questions of kinds that re-read are read again, blended 2:1
+  think     with kwargs.reasoning (or the profile's default): the gated questions write a
+            bounded thought and are read again after it, blended 1:1 (think.py, reasoning.py)
+  generate  box and number answers are generated under vLLM's structured outputs, at once,
+            and every part is folded back into the request's answers (parts.py)
   render    the adapter renders the answers in its API's shape
 Before it: edge/ (framing: strict HTTP/1.1; connections + conn_table: the connection loop, cap,
 deadlines and drain; admission: keys and in-flight slots) and server.Service.admit (route, key,
@@ -16,4 +20,5 @@ readiness). Around it: config + profile (settings and profiles), decision (the d
 errors (the catalogue), kinds/ (one unit per question kind, one registry), backend/probes
 (start-up guard), backend/warmup (warm-up bodies), server (routes, health, the error renderer).
 """
-STEPS = ("parse", "resolve", "images", "fit", "reads", "readout", "reread", "render")
+STEPS = ("parse", "resolve", "images", "fit", "reads", "readout", "reread", "think", "generate",
+         "render")

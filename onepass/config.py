@@ -36,6 +36,10 @@ SETTINGS = {
     "max_box_questions": (int, 4, "ONEPASS_MAX_BOX_QUESTIONS",
                           "box questions in one request (each costs a generation; more: 422)"),
     "box_max_tokens": (int, 48, "ONEPASS_BOX_MAX_TOKENS", "generation tokens per box question"),
+    "max_number_questions": (int, 8, "ONEPASS_MAX_NUMBER_QUESTIONS",
+                             "number questions in one request (each costs a generation; more: 422)"),
+    "number_max_tokens": (int, 16, "ONEPASS_NUMBER_MAX_TOKENS",
+                          "generation tokens per number answer (a number cut by it is null)"),
     "max_connections": (int, 256, "ONEPASS_MAX_CONNECTIONS",
                         "open client connections; past it the longest-idle (else the slowest "
                         "sending) one is closed, or the newcomer gets 529"),
@@ -92,7 +96,7 @@ def load(argv: list[str] | None = None, environ: dict | None = None) -> Settings
         values[name] = default if raw is None else raw
     for name in ("port", "max_body_bytes", "max_decoded_bytes", "max_questions", "max_in_flight",
                  "engine_connections", "max_reads", "max_box_questions", "box_max_tokens",
-                 "max_connections", "engine_timeout_s", "client_timeout_s",
+                 "max_number_questions", "number_max_tokens", "max_connections", "engine_timeout_s", "client_timeout_s",
                  "keepalive_timeout_s", "drain_timeout_s"):
         if not 0 < values[name] < math.inf and not (name == "port" and values[name] == 0):
             raise ConfigError(f"{name} must be positive and finite, got {values[name]}")

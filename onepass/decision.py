@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass
 
 # The question kinds the core names (each is a unit in kinds/, where the registry lives).
-NOUL, CHOICE, SCORE, BOX = "noul", "choice", "score", "box"
+NOUL, CHOICE, SCORE, BOX, NUMBER = "noul", "choice", "score", "box", "number"
 # Attention modes: one-way (causal, every model) and two-way (bidirectional prefill through the
 # onepass engine plugin). Clients may also say "one-way" / "two-way".
 CAUSAL, TWO_WAY = "causal", "bidirectional"
@@ -43,6 +43,7 @@ class Question:
     options: tuple[Option, ...]  # noul: (true side, false side); score: levels, lowest first
     mode: str | None = None  # box: generate / edges / hybrid (None for the other kinds)
     convention: object = None  # box: the profile's box_geometry.Convention, set when laid out
+    assistant: str = ""  # the answer turn's start before the slot read or generated (a thought)
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,7 @@ class Decision:
     layout: object = None  # a config.Layout overriding the profile's (kwargs, a re-read), or None
     calibration: object = None  # a config.Calibration overriding the profile's (kwargs), or None
     images: tuple = ()  # images.Image, in label order: `[image N]` in the text is images[N-1]
+    reasoning: object = None  # reasoning.Ask: whether and how questions think first (None: off)
 
 
 @dataclass(frozen=True)
@@ -70,6 +72,7 @@ class Read:
     images: tuple = ()  # ... filled with these data URLs (vLLM's chat route; never a link)
     head_chars: int = 0  # prompt[:head_chars] is the system turn and record, shared by every
     # read over the same state (0: the layout puts the question first, nothing to share)
+    assistant: str = ""  # chat route: the answer turn's start (the prompt already ends with it)
 
 
 @dataclass(frozen=True)
@@ -102,6 +105,8 @@ class Answer:
     score: float  # expected level for score; P(true) for noul; unused for choice
     best: int  # index of the most likely option
     box: Box | None = None  # box questions only
+    number: float | None = None  # number questions: the parsed value (None: not a number) ...
+    text: str | None = None  # ... and the text the model wrote
 
 
 @dataclass(frozen=True)
@@ -114,4 +119,6 @@ class Outcome:
     num_cached_tokens: int = 0  # input tokens vLLM served from its prefix cache
     selections: tuple = ()  # fitting.Selection per question whose state was cut to fit
     images: int = 0  # images read (each once per request, however many reads show it)
-    output_tokens: int = 0  # tokens generated (box generations); reads generate none
+    output_tokens: int = 0  # tokens generated (box and number answers, thoughts); reads none
+    reasoning_tokens: int = 0  # of those, the thoughts'
+    reasoning: object = None  # think.Spent: who thought, the cap, the thoughts (None: off)

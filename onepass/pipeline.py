@@ -13,13 +13,14 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from . import boxes, kinds, readout
+from . import kinds, parts, readout, think
 from .api import Limits
 from .api.checks import MAX_LEVELS, MAX_OPTIONS
 from .decision import BOX, CAUSAL, TWO_WAY, Decision, Outcome
 from .edge import transport
 from .errors import BadRequest, InvalidRequest, ModelNotFound, OverBudget, Problem
 from .images import inputs
+from .reasoning import Ask
 from .profile import MAX_REPEAT, Calibration, ConfigError, check_calibration, check_layout
 from .prompt import fitting
 from .prompt.layout import techniques
@@ -35,8 +36,8 @@ class Pipeline:
         self.two_way = False  # set by the start-up probe: the engine plugin reads two-way
         self.max_len = self.profile.max_model_len  # the served context, learnt at start-up
         self.two_way_budget = None  # the plugin's one-step budget, learnt from its first refusal
-        self.box_engine = "not checked yet"  # why vLLM cannot constrain a generation, found
-        # by the start-up probe ("" once it can: box questions are answered)
+        self.structured = "not checked yet"  # why vLLM cannot constrain a generation, found
+        # by the start-up probe ("" once it can: box and number questions are answered)
 
     def decide(self, raw: bytes, headers, api) -> dict:
         """One request through every step, in the order onepass/__init__.py lists them."""
@@ -44,7 +45,7 @@ class Pipeline:
         decision = self.resolve(request)  # step: resolve
         decision = replace(decision, images=inputs.resolve(  # step: images
             request.images, self.image_policy))
-        outcome = self.answer(decision)  # steps: fit, reads, readout, reread
+        outcome = self.answer(decision)  # steps: fit, reads, readout, reread, think, generate
         return api.render(outcome, decision, request.meta)  # step: render
 
     def body(self, raw: bytes, headers) -> tuple:
@@ -58,7 +59,8 @@ class Pipeline:
         return Limits(max_choice_options=min(MAX_OPTIONS, len(self.labels.choice)),
                       max_questions=self.settings.max_questions,
                       max_box_questions=self.settings.max_box_questions,
-                      box_refusal=self.box_refusal())
+                      max_number_questions=self.settings.max_number_questions,
+                      box_refusal=self.box_refusal(), number_refusal=self.number_refusal())
 
     def box_refusal(self) -> str | None:
         """Why this server refuses box questions (a 422 at the question), or None."""
@@ -66,10 +68,15 @@ class Pipeline:
         if vision is None or vision.box is None:
             return (f"box questions need a vision-language model profile with a box convention; "
                     f"this server's profile ({self.profile.model_name}) has none")
-        if self.box_engine:
-            return (f"box questions need vLLM's structured outputs (a generation constrained to "
-                    f"a JSON schema), and this server's vLLM failed that check at start-up: "
-                    f"{self.box_engine}; questions of other types are answered")
+        return self.number_refusal("box")
+
+    def number_refusal(self, kind: str = "number") -> str | None:
+        """Why this server refuses generated answers (number, box): vLLM's structured outputs
+        failed the start-up check; None when they passed."""
+        if self.structured:
+            return (f"{kind} questions need vLLM's structured outputs (a generation constrained "
+                    f"by a grammar), and this server's vLLM failed that check at start-up: "
+                    f"{self.structured}; questions of other types are answered")
         return None
 
     # -- resolve: the request against the profile, once -----------------------------------
@@ -82,7 +89,17 @@ class Pipeline:
         layout, calibration = self.resolve_options(request.overrides)
         return Decision(model=model, state=request.state, questions=request.questions,
                         attention_mode=self.resolve_mode(request.mode), layout=layout,
-                        calibration=calibration)
+                        calibration=calibration, reasoning=self.resolve_reasoning(request))
+
+    def resolve_reasoning(self, request) -> Ask | None:
+        """The request's kwargs.reasoning, else the profile's default mode; None: no thought."""
+        settings = self.profile.reasoning
+        asked = request.reasoning or (Ask(settings.default_mode) if settings else None)
+        if asked is not None and asked.mode != "off" and settings is None:
+            raise InvalidRequest([Problem(("kwargs", "reasoning", "mode"), "this server's "
+                                          "profile has no reasoning settings: only off",
+                                          "value_error")])
+        return asked
 
     def resolve_model(self, name: str) -> str | None:
         if name == self.profile.model_name or name in self.profile.aliases:
@@ -129,17 +146,24 @@ class Pipeline:
 
     # -- fit, reads, readout, re-read ------------------------------------------------------
     def answer(self, decision: Decision) -> Outcome:
-        """Every question answered. Box questions are split into label reads that join the
-        others' and generations that run after them, then folded back (boxes.py)."""
-        if not any(q.kind == BOX for q in decision.questions):
+        """Every question answered: label reads first; then, when the request reasons, the
+        thoughts and the re-reads after them (think.py); then the generations of box and number
+        answers, all at once; folded back in the request's order (parts.py). Generations run
+        after the reads, not beside them: the reads then batch and hit the prefix cache as they
+        would alone, so every form of a request answers the same."""
+        thinking = decision.reasoning is not None and decision.reasoning.mode != "off"
+        if not thinking and all(kinds.get(q.kind).reads for q in decision.questions):
             return self.answer_reads(decision)
-        parts = boxes.split(decision, min(MAX_LEVELS, len(self.labels.score)))
-        outcome = self.answer_reads(parts.reads, boxes.internal(parts))
-        # Generations after the reads, not beside them: the reads then batch and hit the
-        # prefix cache as they would alone, so every form of a request answers the same.
-        generations = boxes.start_generations(decision, parts, self)
-        return boxes.fold(decision, parts, outcome,
-                          {i: f.result() for i, f in generations.items()}, self.profile.vision.box)
+        s = parts.split(decision, min(MAX_LEVELS, len(self.labels.score)))
+        outcome = (self.answer_reads(s.reads, parts.internal(s)) if s.reads.questions
+                   else readout.outcome(s.reads, [], []))
+        starts, spent = {}, None
+        if thinking:  # step: think
+            outcome, starts, spent = think.step(self, decision, s, outcome)
+        futures = parts.start(decision, s, self, starts)  # step: generate
+        outcome = parts.fold(decision, s, outcome, {i: f.result() for i, f in futures.items()},
+                             self.profile)
+        return replace(outcome, reasoning=spent)
 
     def answer_reads(self, decision: Decision, fixed=frozenset()) -> Outcome:
         """Fit and read every question, turn the reads into probabilities; then read uncertain

@@ -15,6 +15,7 @@ import json
 from dataclasses import MISSING, dataclass, field, fields
 
 from . import kinds
+from . import reasoning
 from .kinds import box as box_kind
 
 
@@ -53,6 +54,8 @@ class Calibration:
     # noul / choice -> {option count: nats taken off the label log-prob at each listing
     # position (A, B, ... or yes, no)}: the model's measured preference for a position
     label_prior: dict = field(default_factory=dict)
+    number_confidence: dict | None = None  # {a, b}: number confidence = sigmoid(a * mean
+    # log-prob + b) of its tokens; None: exp(mean log-prob), unfitted
 
 
 @dataclass(frozen=True)
@@ -92,6 +95,7 @@ class Profile:
     vision: Vision | None = None  # None: a text-only model (image requests get a 422)
     embedded: str | None = None  # the checkpoint serve.sh builds when no model is given
     vllm_args: tuple[str, ...] = ()  # the flags this profile needs from vLLM (serve.sh adds them)
+    reasoning: object = None  # reasoning.Settings: how the model thinks first (None: never)
 
 
 def load_profile(path: str, name: str) -> tuple[str, Profile]:
@@ -118,8 +122,10 @@ def load_profile(path: str, name: str) -> tuple[str, Profile]:
         if raw.get("vision") is not None:
             raw["vision"] = Vision(**{k: tuple(v) if k == "reserved" else v
                                       for k, v in raw["vision"].items()})
+        if raw.get("reasoning") is not None:
+            raw["reasoning"] = reasoning.settings(raw["reasoning"], path)
         profile = Profile(**{k: tuple(v) if isinstance(v, list) else v for k, v in raw.items()})
-    except TypeError as e:
+    except (TypeError, ValueError) as e:
         raise ConfigError(f"{path} profile {name!r}: {e}") from None
     _check_profile(profile, f"{path} profile {name!r}")
     return name, profile
@@ -225,6 +231,10 @@ def check_calibration(c: Calibration, where: str) -> None:
     if not (_number(c.noul_floor) and (c.noul_floor == 0 or 0.5 < c.noul_floor < 1)
             and _number(c.reread_below) and 0 <= c.reread_below <= 1):
         raise ConfigError(f"{where}: noul_floor must be 0 (off) or in (0.5, 1), reread_below in [0, 1]")
+    fit = c.number_confidence
+    if fit is not None and not (isinstance(fit, dict) and set(fit) == {"a", "b"}
+                                and all(_number(v) and abs(v) <= 1e3 for v in fit.values())):
+        raise ConfigError(f"{where}: number_confidence needs numbers a and b within ±1000, or null")
     with_prior = [k.name for k in kinds.KINDS.values() if k.prior]
     if not (isinstance(c.label_prior, dict) and set(c.label_prior) <= set(with_prior)
             and all(isinstance(per_n, dict) and all(_prior_ok(n, v) for n, v in per_n.items())

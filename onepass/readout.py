@@ -139,8 +139,23 @@ def effort_used(outcome: Outcome, key) -> dict | None:
         effort["reread"] = {"below": outcome.reread_below,
                             "first_weight": round(REREAD_FIRST_WEIGHT, 4),
                             "questions": outcome.rereads}
+    spent = outcome.reasoning
+    if spent is not None and spent.mode != "off":
+        thought = {t.question: t for t in spent.thoughts}
+        effort["reasoning"] = {"mode": spent.mode, "token_cap": spent.cap, "questions": [
+            {**key(i), "thought": i in thought, "tokens": thought[i].tokens if i in thought
+             else 0, "cut": thought[i].cut if i in thought else False}
+            for i in range(len(outcome.answers))]}
     if outcome.selections:
         effort["state_selection"] = [{**key(s.question), "kept_tokens": s.kept_tokens,
                                       "total_tokens": s.total_tokens, "method": s.method}
                                      for s in outcome.selections]
     return effort or None
+
+
+def traced_thoughts(outcome: Outcome, key) -> list | None:
+    """Each thought's text, when the request asked for a trace (never otherwise)."""
+    spent = outcome.reasoning
+    if spent is None or not spent.trace:
+        return None
+    return [{**key(t.question), "text": t.text} for t in spent.thoughts]

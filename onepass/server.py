@@ -18,7 +18,7 @@ from pathlib import Path
 from .api import decisions, systemone
 from .backend.engine import Engine
 from .backend.probes import GuardFailed, run_guard, two_way_live
-from .backend.generation import box_engine
+from .backend.generation import structured_engine
 from .backend.warmup import warmup_bodies
 from .config import Settings
 from .decision import CAUSAL, TWO_WAY
@@ -65,7 +65,7 @@ class Service:
             try:
                 labels, pipe.max_len = run_guard(self.engine, self.profile, self.root)
                 pipe.two_way = two_way_live(self.engine, self.profile, labels)
-                pipe.box_engine = box_engine(self.engine, self.profile, self.settings)
+                pipe.structured = structured_engine(self.engine, self.settings)
                 pipe.labels = labels
             except EngineUnavailable as e:  # not up yet: keep waiting, /health says why
                 self.reason = f"waiting for vLLM: {e.message}"
@@ -75,7 +75,8 @@ class Service:
         self.reason = "warming up every question type"
         try:
             for route, body in warmup_bodies(pipe.two_way, self.profile.vision is not None,
-                                             box=not pipe.box_refusal()):
+                                             box=not pipe.box_refusal(),
+                                             number=not pipe.structured):
                 pipe.decide(json.dumps(body).encode(), {}, ADAPTERS[route])
         except OnepassError as e:
             return self._fail(f"warm-up request failed: {e.message}")
@@ -83,6 +84,8 @@ class Service:
         log.info("ready: %s via %s, %d choice labels, two-way %s, box questions: %s",
                  self.profile.model_name, self.settings.vllm, len(pipe.labels.choice),
                  "on" if pipe.two_way else "off", pipe.box_refusal() or "answered")
+        if pipe.structured:
+            log.warning("number and box questions are refused: %s", pipe.structured)
 
     def _fail(self, reason: str) -> None:
         self.phase, self.reason = FAILED, reason

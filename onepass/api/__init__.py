@@ -19,7 +19,9 @@ class Limits:
     max_choice_options: int  # the API's 255, or fewer when fewer labels are single tokens
     max_questions: int
     max_box_questions: int = 4  # box questions in one request (each costs a generation)
+    max_number_questions: int = 8  # number questions in one request (each costs a generation)
     box_refusal: str | None = "box questions need a vision-language model profile"
+    number_refusal: str | None = None  # why number questions are refused (None: served)
     # why box questions are refused on this server (422 at the question); None: they are served
 
 
@@ -33,6 +35,7 @@ class Request:
     overrides: dict  # kwargs.layout / kwargs.calibration as sent (the pipeline checks them)
     images: tuple  # images.inputs.Source in label order, not fetched or decoded
     meta: object  # what the adapter's render needs beyond the answers
+    reasoning: object = None  # reasoning.Ask from kwargs.reasoning (None: not asked)
 
 
 class Adapter(Protocol):

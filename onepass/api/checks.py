@@ -10,6 +10,7 @@ Never: knows either API's question shapes, resolves anything or renders a respon
 from __future__ import annotations
 
 from ..decision import MODE_NAMES, as_text
+from .. import reasoning
 from ..errors import BadRequest, InvalidRequest, Problem
 from . import Request
 
@@ -73,6 +74,9 @@ def request(check: Checker, body: dict, *, model, state, questions, images=(),
     """The Request, once the adapter has checked its own fields into `check`."""
     modes = requested_modes(body, check)
     overrides = option_overrides(body, check)
+    kwargs = body.get("kwargs")
+    asked = reasoning.ask(kwargs.get("reasoning") if isinstance(kwargs, dict) else None,
+                          ("kwargs", "reasoning"), check)
     if not questions and not check.problems:  # never a Decision without a question
         check.add(("questions",), "at least one question is needed", "too_short")
     if check.problems:
@@ -82,4 +86,4 @@ def request(check: Checker, body: dict, *, model, state, questions, images=(),
                          f"({' and '.join(sorted(modes))}); send one")
     return Request(model=model, state=state, questions=tuple(questions),
                    mode=next(iter(modes), None), overrides=overrides, images=tuple(images),
-                   meta=meta)
+                   meta=meta, reasoning=asked)

@@ -17,7 +17,7 @@ from ..decision import Outcome, Question
 from ..errors import (AuthInvalid, AuthMissing, InvalidRequest, ModelNotFound, OnepassError,
                       Problem, UnsupportedMediaType)
 from ..images.inputs import Collector
-from ..readout import effort_used
+from ..readout import effort_used, traced_thoughts
 from . import Limits, Request
 from .checks import Checker, request
 from .openai_input import QUESTION_PARTS, content_text, state as input_state
@@ -72,10 +72,11 @@ def _question(q, loc, check: Checker, max_choices: int, images: Collector):
         check.add(loc, "a question must be an object", "invalid_type")
         return None
     unit = kinds.named(q.get("type"), "decisions")
-    if q.get("type") == "box":  # a System One type that OpenAI's Decisions API does not have
-        check.add(loc + ("type",), "box questions exist only on /v1/systemone; /v1/decisions "
-                  f"question type must be {kinds.spoken(kinds.by_api('decisions'), 'or')}",
-                  "invalid_value")
+    elsewhere = kinds.named(q.get("type"), "systemone")
+    if unit is None and elsewhere is not None:  # a System One type OpenAI's API does not have
+        check.add(loc + ("type",), f"{q['type']} questions exist only on /v1/systemone; "
+                  "/v1/decisions question type must be "
+                  f"{kinds.spoken(kinds.by_api('decisions'), 'or')}", "invalid_value")
         return None
     if unit is None:
         check.add(loc + ("type",), "question type must be "
@@ -108,15 +109,20 @@ def render(outcome: Outcome, decision, meta: Meta) -> dict:
     usage = {"input_tokens": tokens,
              "input_tokens_details": {"cached_tokens": outcome.num_cached_tokens,
                                       "cache_write_tokens": 0},
-             "output_tokens": 0, "output_tokens_details": {"reasoning_tokens": 0},
-             "total_tokens": tokens}
+             "output_tokens": outcome.output_tokens,
+             "output_tokens_details": {"reasoning_tokens": outcome.reasoning_tokens},
+             "total_tokens": tokens + outcome.output_tokens}
     if outcome.images:  # input_tokens include the image tokens
         usage["images"] = outcome.images
     doc = {"model": decision.model, "answers": answers, "usage": usage,
            "x_attention_mode": outcome.attention_mode}
-    effort = effort_used(outcome, lambda i: {"question": i, "name": meta.names[i]})
+    key = lambda i: {"question": i, "name": meta.names[i]}  # noqa: E731
+    effort = effort_used(outcome, key)
     if effort:
         doc["x_effort_used"] = effort
+    thoughts = traced_thoughts(outcome, key)
+    if thoughts is not None:
+        doc["x_thoughts"] = thoughts
     return doc
 
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .. import kinds
-from ..decision import BOX, Outcome, Question
+from ..decision import BOX, NUMBER, Outcome, Question
 from ..errors import InvalidRequest, OnepassError, Problem
 from ..images.inputs import Collector, replace_placeholders
-from ..readout import effort_used
+from ..readout import effort_used, traced_thoughts
 from . import Limits, Request
 from .checks import Checker, request
 
@@ -87,11 +87,14 @@ def _questions(raw, check, limits: Limits, kwargs):
         check.add(("questions",), f"this server accepts at most {limits.max_questions} questions per "
                   f"request, got {len(raw)}", "too_long")
         return [], []
-    boxes = sum(isinstance(q, dict) and q.get("type") == BOX for q in raw.values())
-    if boxes > limits.max_box_questions and limits.box_refusal is None:
-        check.add(("questions",), f"this server accepts at most {limits.max_box_questions} box "
-                  f"questions per request, got {boxes}", "too_long")
-        return [], []
+    for kind, most, served in ((BOX, limits.max_box_questions, limits.box_refusal is None),
+                               (NUMBER, limits.max_number_questions,
+                                limits.number_refusal is None)):
+        count = sum(isinstance(q, dict) and q.get("type") == kind for q in raw.values())
+        if count > most and served:  # each costs a generation
+            check.add(("questions",), f"this server accepts at most {most} {kind} questions "
+                      f"per request, got {count}", "too_long")
+            return [], []
     ids, questions = [], []
     for qid, q in raw.items():
         loc = ("questions", qid)
@@ -109,10 +112,11 @@ def _question(q, loc, check, limits: Limits, kwargs):
         check.add(loc, "a question must be an object", "dict_type")
         return None
     kind, unit = q.get("type"), kinds.named(q.get("type"), "systemone")
-    if unit is None or (unit.name == BOX and limits.box_refusal):
+    refusal = unit and {BOX: limits.box_refusal, NUMBER: limits.number_refusal}.get(unit.name)
+    if unit is None or refusal:
         msg = ("Field required" if "type" not in q else
                f"unknown question type {kind!r}; expected one of "
-               f"{', '.join(kinds.by_api('systemone'))}" if unit is None else limits.box_refusal)
+               f"{', '.join(kinds.by_api('systemone'))}" if unit is None else refusal)
         check.add(loc + ("type",), msg, "missing" if "type" not in q else "union_tag_invalid")
         return None
     loc = loc + (kind,)
@@ -133,13 +137,19 @@ def render(outcome: Outcome, decision, meta: Meta) -> dict:
     answers = {qid: kinds.get(q.kind).systemone_answer(q, a, legend) for qid, q, a, legend
                in zip(meta.ids, decision.questions, outcome.answers, meta.legends)}
     usage = {"input_tokens": outcome.num_input_tokens, "output_tokens": outcome.output_tokens}
+    if outcome.reasoning is not None and outcome.reasoning.mode != "off":
+        usage["reasoning_tokens"] = outcome.reasoning_tokens  # of output_tokens, the thoughts
     if outcome.images:  # input_tokens include the image tokens
         usage["images"] = outcome.images
     doc = {"model": decision.model, "answers": answers, "usage": usage,
            "x_attention_mode": outcome.attention_mode}
-    effort = effort_used(outcome, lambda i: {"question": meta.ids[i]})
+    key = lambda i: {"question": meta.ids[i]}  # noqa: E731
+    effort = effort_used(outcome, key)
     if effort:  # extensions carry the contract's x_ prefix
         doc["x_effort_used"] = effort
+    thoughts = traced_thoughts(outcome, key)
+    if thoughts is not None:
+        doc["x_thoughts"] = thoughts
     return doc
 
 

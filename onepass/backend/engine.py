@@ -127,6 +127,9 @@ class Engine:
             body["vllm_xargs"] = {"attention_mode": TWO_WAY}
         if read.images:  # the chat route runs the model's vision path
             body.update(messages=self._messages(read), logprobs=True)
+            if read.assistant:  # the answer turn's start (a thought), continued, not closed
+                body["messages"].append({"role": "assistant", "content": read.assistant})
+                body.update(continue_final_message=True, add_generation_prompt=False)
             doc = self._checked("POST", "/v1/chat/completions", body)
         else:
             body.update(prompt=read.prompt, logprobs=1, add_special_tokens=False)

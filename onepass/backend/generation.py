@@ -1,10 +1,11 @@
-"""Constrained generations through vLLM's structured outputs: the box generation and the start-up
-probe that says whether the engine can constrain one at all.
+"""Generations through vLLM: box and number answers (constrained by structured outputs),
+thoughts (free text under a token cap), and the start-up probe that says whether the engine can
+constrain a generation at all.
 
-Owns: the request body of a box generation (vLLM 0.32: `structured_outputs.json`, greedy,
-`logprobs` on; docs/box.md says why each field) and reading its text and per-token log-probs.
-Never: builds the prompt or the schema (kinds/box.py) or interprets the box.
-Called by boxes.py (each generating box question) and at start-up (the probe).
+Owns: the request body of a generation (vLLM 0.32: `structured_outputs`, greedy, log-probs on;
+docs/box.md says why each field) and reading its text and per-token log-probs.
+Never: builds the prompt or the constraint (kinds/ do) or interprets what was written.
+Called by parts.py and think.py, and at start-up (the probe).
 """
 from __future__ import annotations
 
@@ -12,31 +13,49 @@ import json
 
 from ..errors import EngineFailed, EngineUnavailable, OnepassError
 from ..kinds import box as box_kind
+from . import streamed
 
 PROBE_PROMPT = "Where is the object? Answer with JSON.\n"
 PROBE_MOST = 1000
 
 
-def body(model: str, messages: list, schema: dict, max_tokens: int) -> dict:
-    """A greedy chat generation under `schema`, with each generated token's log-prob. Free
-    whitespace is the engine's setting, not the request's: vLLM 0.32's backends read
-    `disable_any_whitespace` from --structured-outputs-config only, so it is not sent."""
-    return {"model": model, "messages": messages, "max_tokens": max_tokens,
-            "temperature": 0.0, "logprobs": True, "top_logprobs": 0,
-            "structured_outputs": {"json": schema}}
+def body(engine, read, structured: dict | None, max_tokens: int, stop=()) -> tuple[str, dict]:
+    """(route, body): a greedy generation continuing the read's prompt (its answer turn's
+    start, a thought, included), with each generated token's log-prob. The text route for a
+    prompt, the chat route when images come with it (the answer turn's start then continues an
+    assistant message). Free whitespace is the engine's setting, not the request's: vLLM 0.32's
+    backends read `disable_any_whitespace` from --structured-outputs-config only."""
+    out = {"model": engine.model, "max_tokens": max_tokens, "temperature": 0.0}
+    if structured:
+        out["structured_outputs"] = structured
+    if stop:
+        out["stop"] = list(stop)
+    if not read.images:
+        return "/v1/completions", {**out, "prompt": read.prompt, "logprobs": 1,
+                                   "add_special_tokens": False}
+    messages = engine._messages(read)
+    if read.assistant:
+        messages.append({"role": "assistant", "content": read.assistant})
+        out.update(continue_final_message=True, add_generation_prompt=False)
+    return "/v1/chat/completions", {**out, "messages": messages, "logprobs": True,
+                                    "top_logprobs": 0}
 
 
-def generate(engine, messages: list, schema: dict, max_tokens: int):
-    """(text, [(token text, log-prob)], cut, prompt tokens): one constrained generation on the
-    chat route (the route images take); `cut` when the token cap stopped it before the schema
-    closed; the prompt count includes the image's tokens."""
-    doc = engine._checked("POST", "/v1/chat/completions",
-                          body(engine.model, messages, schema, max_tokens))
+def generate(engine, read, structured: dict | None, max_tokens: int, stop=(),
+             deadline: float | None = None):
+    """(text, [(token text, log-prob)], cut, prompt tokens): one greedy generation after the
+    read's prompt; `cut` when the token cap (or the wall-clock `deadline`, time.monotonic())
+    stopped it; the prompt count includes image tokens."""
+    route, request = body(engine, read, structured, max_tokens, stop)
+    kind = "message" if route.endswith("chat/completions") else "text"
+    if deadline is not None:
+        return streamed.generate(engine, read, route, request, kind, deadline)
+    doc = engine._checked("POST", route, request)
     try:
         prompt_tokens = int(doc["usage"]["prompt_tokens"])
     except (KeyError, TypeError, ValueError):
         raise EngineFailed("vLLM's generation lacks its usage counts") from None
-    return (*read_choice(doc, "message"), prompt_tokens)
+    return (*read_choice(doc, kind), prompt_tokens)
 
 
 def read_choice(doc: dict, route: str) -> tuple[str, list, bool]:
@@ -83,11 +102,8 @@ def structured_outputs_live(engine, max_tokens: int) -> tuple[bool, str]:
     return True, ""
 
 
-def box_engine(engine, profile, settings) -> str:
-    """At start-up, on a profile that answers boxes: "" when vLLM constrains a generation,
-    else why not (the box questions' refusal; nothing else changes). Other profiles: not
-    checked (they refuse boxes for their own reason)."""
-    if profile.vision is None or profile.vision.box is None:
-        return "not checked (no box convention in this profile)"
+def structured_engine(engine, settings) -> str:
+    """At start-up: "" when vLLM constrains a generation, else why not (box and number
+    questions are then refused with it; nothing else changes)."""
     ok, why = structured_outputs_live(engine, settings.box_max_tokens)
     return "" if ok else why

@@ -59,8 +59,13 @@ def box_body() -> tuple[str, dict]:
         "blue": {"type": "noul", "instructions": "Is [image 1] blue?"}}})
 
 
-def warmup_bodies(two_way: bool, vision: bool = False,
-                  box: bool = False) -> tuple[tuple[str, dict], ...]:
+NUMBER_BODY = {"model": MODEL, "state": STATE, "questions": {
+    "order": {"type": "number", "instructions": "What is the order number?"},
+    "refund": {"type": "noul", "instructions": "Is a refund asked for?"}}}
+
+
+def warmup_bodies(two_way: bool, vision: bool = False, box: bool = False,
+                  number: bool = False) -> tuple[tuple[str, dict], ...]:
     """(route, body): every question type in the default mode on both APIs (and images, on a
     vision model; boxes where they are answered); with two-way live, both modes explicitly too
     (on a GPU the two-way kernel variant compiles on first use: not on a client's clock)."""
@@ -70,6 +75,9 @@ def warmup_bodies(two_way: bool, vision: bool = False,
         bodies += image_bodies()
     if box:
         bodies += (box_body(),)
+    if number:  # the number grammar compiled, and a thought written, before ready
+        bodies += (("/v1/systemone", NUMBER_BODY),
+                   ("/v1/systemone", {**NUMBER_BODY, "kwargs": {"reasoning": {"mode": "on"}}}))
     if not two_way:
         return bodies
     last = WARMUP_BODIES[-1]

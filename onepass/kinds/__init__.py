@@ -1,4 +1,4 @@
-"""The question kinds, registered in one place: noul, choice, score, box.
+"""The question kinds, registered in one place: noul, choice, score, box, number.
 
 Owns: the registry (name -> Kind) and the lookups every stage uses; an unknown kind raises
 UnknownKind (the profile check turns that into a start-up error), never a fallback.
@@ -6,7 +6,7 @@ Adding a kind: one module beside these (a Kind subclass, see base.py) and one li
 """
 from __future__ import annotations
 
-from . import box, choice, noul, score
+from . import box, choice, noul, number, score
 from .base import Kind
 
 KINDS: dict[str, Kind] = {}
@@ -57,5 +57,5 @@ def spoken(items, last: str = "and") -> str:
     return f"{', '.join(items[:-1])} {last} {items[-1]}" if len(items) > 1 else "".join(items)
 
 
-for _unit in (noul, choice, score, box):  # the registration, in the order prompts and lists use
+for _unit in (noul, choice, score, box, number):  # the registration, in the order prompts and lists use
     register(_unit.KIND)

@@ -41,11 +41,14 @@ class LabelSet:
         return f"LabelSet({self.by_kind!r})"
 
 
-def wrap_chat(profile: Profile, system: str, user: str) -> str:
-    """The chat prompt as the model's template renders it, ending at the answer slot."""
+def wrap_chat(profile: Profile, system: str, user: str, thinking: bool = False) -> str:
+    """The chat prompt as the model's template renders it, ending at the answer slot (or, when
+    the question thinks, at the header its thought follows: the profile's reasoning.assistant)."""
     t = profile.chat_template
-    return (t["system"].replace("{content}", system) + t["user"].replace("{content}", user)
-            + t["assistant"])
+    header = t["assistant"]
+    if thinking and profile.reasoning is not None and profile.reasoning.assistant:
+        header = profile.reasoning.assistant
+    return t["system"].replace("{content}", system) + t["user"].replace("{content}", user) + header
 
 
 def render_state(state, compact: bool) -> str:
@@ -87,14 +90,14 @@ def question_reads(decision: Decision, profile: Profile, labels: LabelSet, i: in
             lines = [neutral(line, vision.reserved) for line in lines]
         user = _user(shown + state, lines, opts)
         chat = (system, user) if decision.images else ()
-        prompt = wrap_chat(profile, system, user)
+        prompt = wrap_chat(profile, system, user, bool(q.assistant)) + q.assistant  # thought
         head = 0 if opts.question_first else (_user_start(profile, system)
                                               + len(_record(shown + state)))
         reads.append(Read(prompt=prompt, head_chars=head,
                           label_token_ids=tuple(tid for _, tid in pairs),
                           option_of_label=option_of_label, order_of_label=order_of_label,
                           question=i, attention_mode=decision.attention_mode,
-                          whole_tokens=whole_tokens, chat=chat,
+                          whole_tokens=whole_tokens, chat=chat, assistant=q.assistant,
                           images=tuple(img.data_url for img in decision.images) * opts.repeat
                           if chat else ()))
     return reads

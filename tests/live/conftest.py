@@ -138,7 +138,9 @@ def stop_stack(s: Stack) -> None:
 
 @pytest.fixture(scope="session")
 def stack(tmp_path_factory):
-    s = serve_stack(tmp_path_factory.mktemp("logs"))
+    log_dir = tmp_path_factory.mktemp("logs")
+    s = serve_stack(log_dir)
+    s.log_dir = log_dir
     yield s
     stop_stack(s)
 

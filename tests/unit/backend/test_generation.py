@@ -8,11 +8,13 @@ import unittest
 from onepass.backend import generation
 from onepass.backend.engine import Engine
 from onepass.errors import EngineFailed, EngineUnavailable
+from onepass.decision import Read
 from onepass.kinds import box
 
 
 def engine_answering(status, doc, seen=None):
-    engine = Engine("http://127.0.0.1:9", "served", timeout_s=1, num_connections=1)
+    engine = Engine("http://127.0.0.1:9", "served", timeout_s=1, num_connections=1,
+                    image_slot="<image>")
 
     def call(method, path, body=None):
         if seen is not None:
@@ -38,8 +40,8 @@ class TestBoxGeneration(unittest.TestCase):
         doc = {"choices": [{"message": {"content": '{"box":[12]}'}, "finish_reason": "stop",
                             "logprobs": {"content": content}}], "usage": {"prompt_tokens": 90}}
         engine = engine_answering(200, doc, seen)
-        text, tokens, cut, prompt_tokens = generation.generate(engine, [{"role": "user", "content": "x"}],
-                                                schema, 40)
+        read = Read("PROMPT", (), (), chat=("sys", "look: <image>"), images=("data:x",))
+        text, tokens, cut, prompt_tokens = generation.generate(engine, read, {"json": schema}, 40)
         (path, sent), = seen
         self.assertEqual(path, "/v1/chat/completions")
         self.assertEqual((sent["model"], sent["temperature"], sent["max_tokens"], sent["logprobs"]),
@@ -49,9 +51,31 @@ class TestBoxGeneration(unittest.TestCase):
                                                                 ("]}", -0.01)], False))
         self.assertEqual(prompt_tokens, 90)
         with self.assertRaises(EngineFailed):
-            generation.generate(engine_answering(200, {"choices": []}), [], schema, 40)
+            generation.generate(engine_answering(200, {"choices": []}), read, {"json": schema}, 40)
         with self.assertRaises(EngineFailed):
-            generation.generate(engine_answering(200, {**doc, "usage": {}}), [], schema, 40)
+            generation.generate(engine_answering(200, {**doc, "usage": {}}), read,
+                                {"json": schema}, 40)
+        engine.close()
+
+    def test_the_text_route_and_a_continued_answer_turn(self):
+        """generation.body: a read without images continues its prompt on /v1/completions
+        (no special tokens added, the sampled tokens' log-probs); with images and an answer
+        turn already started (a thought), the chat route continues that assistant message;
+        stop strings and no constraint for a thought."""
+        engine = engine_answering(200, {})
+        route, sent = generation.body(engine, Read("PROMPT<think>", (), (), assistant="<think>"),
+                                      None, 30, ("</think>",))
+        self.assertEqual(route, "/v1/completions")
+        self.assertEqual((sent["prompt"], sent["logprobs"], sent["add_special_tokens"],
+                          sent["stop"]), ("PROMPT<think>", 1, False, ["</think>"]))
+        self.assertNotIn("structured_outputs", sent)
+        read = Read("P", (), (), chat=("sys", "see <image>"), images=("data:x",),
+                    assistant="Let me think.\n")
+        route, sent = generation.body(engine, read, {"regex": "[0-9]+"}, 8)
+        self.assertEqual(route, "/v1/chat/completions")
+        self.assertEqual(sent["messages"][-1], {"role": "assistant", "content": "Let me think.\n"})
+        self.assertEqual((sent["continue_final_message"], sent["add_generation_prompt"],
+                          sent["structured_outputs"]), (True, False, {"regex": "[0-9]+"}))
         engine.close()
 
 

@@ -217,9 +217,9 @@ class TestServerRefusal(unittest.TestCase):
         for name in ("smollm2-135m", "idefics3-tiny"):
             profile = load_profile(path, name)[1]
             pipe = Pipeline(types.SimpleNamespace(model=profile), None, None)
-            pipe.box_engine = "the generation gave 'hello'"
+            pipe.structured = "the generation gave 'hello'"
             reasons[name] = pipe.box_refusal()
-            pipe.box_engine = ""
+            pipe.structured = ""
             self.assertEqual(pipe.box_refusal() is None, name == "idefics3-tiny")
         self.assertIn("vision-language", reasons["smollm2-135m"])
         self.assertIn("structured outputs", reasons["idefics3-tiny"])

@@ -15,22 +15,27 @@ from test_shim import LABELS, PROFILE, ROOT
 
 HOOKS = ("listings", "answer", "systemone_options", "systemone_answer", "decisions_options",
          "decisions_answer", "warmup_body", "labels_ok")
-# box is answered by a generation, on /v1/systemone only: its own hooks, none of the reads'
-BOX_HOOKS = ("systemone_options", "systemone_extras", "systemone_answer", "labels_ok")
+# box and number are answered by generations, on /v1/systemone only: their own hooks, none of
+# the reads'
+GENERATED_HOOKS = {"box": ("systemone_options", "systemone_extras", "systemone_answer",
+                           "labels_ok", "listings"),
+                   "number": ("systemone_options", "systemone_answer", "labels_ok", "listings")}
 
 
 class TestRegistry(unittest.TestCase):
     def test_every_kind_is_one_complete_unit(self):
         """kinds: each registered kind overrides every hook and brings its warm-up questions;
-        the box kind its own hooks, no label list, and no /v1/decisions type."""
-        self.assertEqual(kinds.names(), ("noul", "choice", "score", "box"))
+        the box and number kinds their own hooks, no label list, no /v1/decisions type."""
+        self.assertEqual(kinds.names(), ("noul", "choice", "score", "box", "number"))
         self.assertEqual([k.name for k in kinds.reading()], ["noul", "choice", "score"])
-        box = kinds.get("box")
-        for hook in BOX_HOOKS:
-            self.assertIsNot(getattr(type(box), hook), getattr(Kind, hook), hook)
-        self.assertIsNone(box.label_key)
+        for name, hooks in GENERATED_HOOKS.items():
+            unit = kinds.get(name)
+            for hook in hooks:
+                self.assertIsNot(getattr(type(unit), hook), getattr(Kind, hook), (name, hook))
+            self.assertIsNone(unit.label_key)
+            self.assertNotIn(unit, kinds.by_api("decisions").values())
+            self.assertIn(name, kinds.by_api("systemone"))
         self.assertNotIn(None, kinds.by_api("decisions"))
-        self.assertNotIn(box, kinds.by_api("decisions").values())
         for kind in kinds.reading():
             for hook in HOOKS:
                 self.assertIsNot(getattr(type(kind), hook, None), getattr(Kind, hook, None),

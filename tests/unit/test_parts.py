@@ -1,14 +1,15 @@
-"""Stdlib-only tests of box questions on the decision path (onepass/boxes.py) and the pure pieces
+"""Stdlib-only tests of box and number questions on the decision path (onepass/parts.py) and the pure pieces
 it folds with: the split into reads (present in place, edges after), folding the parts into one
 answer (present temperature, convention, confidence, hybrid choice, counts), the edges' box,
 the processor's resize for pixel conventions. No vLLM: the reads' answers and generations are
 given; what vLLM returns is tested live (tests/live/test_box_live.py).
-Run: python3 -S -m unittest tests.unit.test_boxes
+Run: python3 -S -m unittest tests.unit.test_parts
 """
 import math
+import types
 import unittest
 
-from onepass import boxes
+from onepass import parts
 from onepass.decision import BOX, NOUL, SCORE, Answer, Decision, Option, Outcome, Question
 from onepass.images.formats import Image
 from onepass.kinds import box, box_geometry
@@ -18,6 +19,8 @@ from onepass.prompt.fitting import Selection
 SETTINGS = {"convention": {"units": "grid", "order": "xyxy", "scale": 1000},
             "confidence": {"a": 2.0, "b": 1.0}, "present_temperature": 2.0}
 IMAGE = Image(b"", "png", 640, 480)
+PROFILE = types.SimpleNamespace(vision=types.SimpleNamespace(box=SETTINGS),
+                                calibration=types.SimpleNamespace(number_confidence=None))
 
 
 def decision(*modes):
@@ -46,12 +49,12 @@ class TestSplit(unittest.TestCase):
         """boxes.split: each box's place holds its present noul; edges and hybrid append four
         score questions over the bands; generate appends none; internal names the parts."""
         d = decision("generate", "edges", "hybrid")
-        s = boxes.split(d, 10)
+        s = parts.split(d, 10)
         kinds = [q.kind for q in s.reads.questions]
         self.assertEqual(kinds, [NOUL] * 4 + [SCORE] * 8)
         self.assertEqual(s.boxes, ((1, None), (2, 4), (3, 8)))
-        self.assertEqual(s.asked, 4)
-        self.assertEqual(boxes.internal(s), {1, 2, 3} | set(range(4, 12)))
+        self.assertEqual((s.own, s.position, s.numbers), (4, (0, 1, 2, 3), ()))
+        self.assertEqual(parts.internal(s), {1, 2, 3} | set(range(4, 12)))
         self.assertIn("thing edges", s.reads.questions[2].instructions)
         self.assertIn("left edge of thing edges", s.reads.questions[4].instructions)
         self.assertEqual([len(q.options) for q in s.reads.questions[4:]], [10] * 8)
@@ -64,11 +67,11 @@ class TestFold(unittest.TestCase):
         tokens' mean log-prob, present through the present temperature, the generation's
         prompt and output tokens counted."""
         d = decision("generate")
-        s = boxes.split(d, 10)
+        s = parts.split(d, 10)
         tokens = [('{"box": [', 0.0), ("250", -0.5), (", ", 0.0), ("125", -0.5), (", ", 0.0),
                   ("750", -0.5), (", ", 0.0), ("625", -0.5), ("]}", 0.0)]
         gen = {1: ('{"box": [250, 125, 750, 625]}', tokens, False, 70)}
-        out = boxes.fold(d, s, outcome([noul(0.9), noul(0.8)]), gen, SETTINGS)
+        out = parts.fold(d, s, outcome([noul(0.9), noul(0.8)]), gen, PROFILE)
         b = out.answers[1].box
         self.assertEqual((b.left, b.top, b.right, b.bottom), (0.25, 0.125, 0.75, 0.625))
         self.assertEqual((b.found, b.mode, b.logprob), (True, "generate", -0.5))
@@ -81,11 +84,11 @@ class TestFold(unittest.TestCase):
         """boxes.fold: null, a cut generation, or a box outside the image: not found, the whole
         image at confidence 0, present still answered."""
         d = decision("generate")
-        s = boxes.split(d, 10)
+        s = parts.split(d, 10)
         for text, cut in (('{"box": null}', False), ('{"box": [1, 2', True),
                           ('{"box": [500, 500, 500, 900]}', False)):
-            out = boxes.fold(d, s, outcome([noul(0.9), noul(0.3)]),
-                             {1: (text, [("1", -0.1)], cut, 10)}, SETTINGS)
+            out = parts.fold(d, s, outcome([noul(0.9), noul(0.3)]),
+                             {1: (text, [("1", -0.1)], cut, 10)}, PROFILE)
             b = out.answers[1].box
             self.assertEqual((b.found, b.confidence, b.logprob), (False, 0.0, None), text)
             self.assertEqual((b.left, b.top, b.right, b.bottom), box_geometry.WHOLE)
@@ -96,12 +99,12 @@ class TestFold(unittest.TestCase):
         tighter of two agreeing boxes, the generated one when they disagree; selections of the
         internal questions are dropped."""
         d = decision("edges", "hybrid")
-        s = boxes.split(d, 10)
+        s = parts.split(d, 10)
         edge_answers = [level(2), level(1), level(7), level(6)]  # 0.25, 0.15, 0.75, 0.65
         gen_agree = ('{"box": [200, 100, 800, 700]}', [("200", -0.1)], False, 5)
         reads = outcome([noul(0.5), noul(0.6), noul(0.6)] + edge_answers * 2,
                         selections=(types_sel(0), types_sel(1), types_sel(5)))
-        out = boxes.fold(d, s, reads, {2: gen_agree}, SETTINGS)
+        out = parts.fold(d, s, reads, {2: gen_agree}, PROFILE)
         e, h = out.answers[1].box, out.answers[2].box
         self.assertEqual(e.mode, "edges")
         for got, want in zip((e.left, e.top, e.right, e.bottom), (0.25, 0.15, 0.75, 0.65)):
@@ -110,10 +113,10 @@ class TestFold(unittest.TestCase):
         self.assertEqual(h.mode, "edges")  # agrees (IoU 0.69) and is smaller
         self.assertEqual([sel.question for sel in out.selections], [0, 1])
         disagree = ('{"box": [0, 0, 100, 100]}', [("100", -0.1)], False, 5)
-        h = boxes.fold(d, s, reads, {2: disagree}, SETTINGS).answers[2].box
+        h = parts.fold(d, s, reads, {2: disagree}, PROFILE).answers[2].box
         self.assertEqual((h.mode, h.right), ("generate", 0.1))
         null = ('{"box": null}', [], False, 5)
-        self.assertEqual(boxes.fold(d, s, reads, {2: null}, SETTINGS).answers[2].box.mode,
+        self.assertEqual(parts.fold(d, s, reads, {2: null}, PROFILE).answers[2].box.mode,
                          "edges")
 
 

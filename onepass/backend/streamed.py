@@ -1,0 +1,72 @@
+"""A generation streamed from vLLM and stopped at a wall-clock deadline (a request's
+`kwargs.reasoning.budget_ms`): what was written by then is kept, the connection is closed, and
+vLLM aborts the rest.
+
+Owns: the streamed exchange (server-sent events on its own connection, never a pooled one: it
+may be cut mid-body) and collecting text, token log-probs and the prompt count from its chunks.
+Never: builds the request (generation.py does) or decides the deadline (think.py does).
+"""
+from __future__ import annotations
+
+import http.client
+import json
+import socket
+import time
+
+from ..errors import EngineFailed, EngineUnavailable
+
+MIN_WAIT_S = 0.05  # a socket timeout is never zero (that would make the socket non-blocking)
+
+
+def generate(engine, read, route: str, request: dict, kind: str, deadline: float):
+    """(text, tokens, cut, prompt tokens) as generation.generate, cut at `deadline`
+    (time.monotonic()). A prompt count vLLM did not send before the cut is counted by the
+    tokenizer (text only: image tokens are then missing from it)."""
+    request = {**request, "stream": True, "stream_options": {"include_usage": True}}
+    conn = http.client.HTTPConnection(engine.host, engine.port,
+                                      timeout=max(MIN_WAIT_S, deadline - time.monotonic()))
+    text, tokens, finish, prompt_tokens, cut = [], [], None, None, False
+    try:
+        conn.request("POST", engine.prefix + route, body=json.dumps(request).encode(),
+                     headers={"Content-Type": "application/json"})
+        response = conn.getresponse()
+        if response.status != 200:
+            raise EngineFailed(f"vLLM answered {route} with HTTP {response.status}")
+        for line in response:
+            if time.monotonic() >= deadline:
+                cut = True
+                break
+            conn.sock.settimeout(max(MIN_WAIT_S, deadline - time.monotonic()))
+            if not line.startswith(b"data: ") or line.strip() == b"data: [DONE]":
+                continue
+            chunk = json.loads(line[6:])
+            if chunk.get("usage"):
+                prompt_tokens = int(chunk["usage"]["prompt_tokens"])
+            for choice in chunk.get("choices") or ():
+                piece, pairs = _piece(choice, kind)
+                text.append(piece)
+                tokens += pairs
+                finish = choice.get("finish_reason") or finish
+    except (socket.timeout, TimeoutError):
+        cut = True  # the deadline passed while vLLM was still writing
+    except (OSError, http.client.HTTPException) as e:
+        raise EngineUnavailable(f"vLLM is unreachable at {engine.host}:{engine.port} "
+                                f"({type(e).__name__})", retry_after_ms=1000) from None
+    except (ValueError, KeyError, TypeError) as e:
+        raise EngineFailed(f"vLLM's streamed generation is not what it should be ({e!r})") from None
+    finally:
+        conn.close()  # closing mid-stream makes vLLM abort the request
+    if prompt_tokens is None:
+        prompt_tokens = engine.count([read.prompt])[0]
+    return "".join(text), tokens, cut or finish == "length", prompt_tokens
+
+
+def _piece(choice: dict, kind: str) -> tuple[str, list]:
+    """One chunk's text and (token, log-prob) pairs, from the chat or the text route."""
+    if kind == "message":
+        piece = (choice.get("delta") or {}).get("content") or ""
+        content = (choice.get("logprobs") or {}).get("content") or ()
+        return piece, [(e["token"], float(e["logprob"])) for e in content]
+    lp = choice.get("logprobs") or {}
+    return choice.get("text") or "", [(t, float(v)) for t, v in
+                                      zip(lp.get("tokens") or (), lp.get("token_logprobs") or ())]

@@ -1,0 +1,98 @@
+"""The number kind: a number the model writes after the question, with a confidence from its own
+token log-probs.
+
+Owns: the number question on /v1/systemone (instructions only, no criteria), its prompt lines,
+the generation's constraint (a regular expression for a plain decimal), reading the generated
+text into a value, its confidence, and its answer.
+Never: calls vLLM (backend/generation.py does) or decides when a question thinks first.
+/v1/decisions has no numeric question (the OpenAI Decisions contract lists predicate, choice
+and score): the registry lists this kind for /v1/systemone only, and that API says so (400).
+"""
+from __future__ import annotations
+
+import math
+import re
+
+from ..decision import NUMBER, Answer, Question
+from .base import Kind
+
+# A plain decimal: an optional minus, an integer without leading zeros, an optional fraction.
+# Every prefix the grammar lets the model stop at is a whole number.
+PATTERN = r"-?(0|[1-9][0-9]*)(\.[0-9]+)?"
+WHOLE = re.compile(PATTERN)
+MAX_DIGITS = 40  # a value read from more digits is not a float worth reporting
+
+
+class NumberKind(Kind):
+    name, systemone, decisions = NUMBER, "number", None
+    reads, rereads = False, False  # a generation, not label reads; never read again
+    systemone_keys = frozenset({"type", "instructions"})
+
+    def labels_ok(self, labels) -> bool:
+        return True  # no labels: the answer is generated
+
+    def systemone_options(self, criteria, loc, check, max_options, instructions=None):
+        if instructions is None:
+            check.add(loc[:-1] + ("instructions",), "a number question needs instructions "
+                      "saying what to count or read", "missing")
+        return []
+
+    def listings(self, q: Question, labels, opts):
+        """The generation's prompt: the question and the reply line, no labels."""
+        lines = [f"Question: {q.instructions}",
+                 "Reply with the number only, as plain decimal digits."]
+        return [(lines, (), (), ())]
+
+    def systemone_answer(self, q, a, legend):
+        return {"type": NUMBER, "number": a.number, "text": a.text, "confidence": a.confidence}
+
+
+def constraint() -> dict:
+    """vLLM's structured_outputs for a number: the regular expression, nothing else."""
+    return {"regex": PATTERN}
+
+
+def value(text: str) -> float | None:
+    """The number the text is, or None when it is not exactly one plain decimal (a cut
+    generation may still be one: the caller decides what a cut means)."""
+    text = text.strip()
+    if not WHOLE.fullmatch(text) or len(text) > MAX_DIGITS:
+        return None
+    number = float(text)
+    return number if math.isfinite(number) else None
+
+
+def answer_tokens(text: str, tokens) -> list:
+    """The (token, log-prob) pairs that wrote `text`: the stop token after it is not part of
+    the answer."""
+    out, written = [], 0
+    for token, lp in tokens:
+        if written >= len(text):
+            break
+        out.append((token, lp))
+        written += len(token)
+    return out
+
+
+def confidence(tokens, fit: dict | None) -> float:
+    """exp(mean log-prob of the generated answer tokens); with a profile fit {a, b}, the
+    logistic map of that mean instead. 0 when nothing was generated."""
+    if not tokens:
+        return 0.0
+    mean = math.fsum(lp for _, lp in tokens) / len(tokens)
+    if fit is None:
+        return math.exp(mean)
+    z = fit["a"] * mean + fit["b"]
+    return 1.0 / (1.0 + math.exp(-z)) if z >= 0 else math.exp(z) / (1.0 + math.exp(z))
+
+
+def answer(text: str, tokens, cut: bool, fit: dict | None) -> Answer:
+    """The number answer: the parsed value (None when cut by the token cap or not a number),
+    the text as written, the confidence of its tokens."""
+    number = None if cut else value(text)
+    conf = confidence(answer_tokens(text, tokens), fit) if number is not None else 0.0
+    return Answer(NUMBER, (), conf, number if number is not None else 0.0, 0,
+                  number=number, text=text)
+
+
+KIND = NumberKind()

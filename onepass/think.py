@@ -1,0 +1,93 @@
+"""The thinking step of the decision path: after the first reads, the questions the gate picks
+write a bounded greedy thought, and the read ones are read again with it in the answer turn.
+
+Owns: laying out the thought prompts (each question's own prompt, its answer turn opened for a
+thought), sending them at once (they share the request's cached head), the re-read after the
+thoughts, the 0.5/0.5 blend, and the counts (prompt, output and reasoning tokens).
+Never: decides the gate or the cap (reasoning.py), renders (the adapters), or logs a thought.
+In: the request's Decision, its parts.Split and the first reads' Outcome.
+Out: the Outcome with the blended answers, and {request index: answer-turn start} for the
+questions that thought (number questions use it for their generation).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, replace
+
+from . import kinds, reasoning
+from .backend import generation
+from .decision import BOX, CAUSAL, NUMBER, Decision, Outcome
+from .prompt import fitting
+
+
+@dataclass(frozen=True)
+class Thought:
+    question: int  # request index
+    text: str
+    tokens: int
+    cut: bool  # stopped by the token cap or the wall-clock budget
+
+
+@dataclass(frozen=True)
+class Spent:
+    """What the step did, for the response's x_effort_used and usage."""
+    mode: str
+    cap: int = 0  # the thoughts' token cap (0: nobody thought)
+    thoughts: tuple = ()  # Thought per question that thought, request order
+    trace: bool = False
+
+
+def step(pipe, decision: Decision, s, outcome: Outcome):
+    """(Outcome, {request index: answer-turn start}, Spent)."""
+    ask, settings = decision.reasoning, pipe.profile.reasoning
+    tops = []
+    for i, q in enumerate(decision.questions):
+        p = s.position[i]
+        tops.append((q.kind, max(outcome.answers[p].probabilities)
+                     if p is not None and q.kind != BOX else None))
+    who = reasoning.thinkers(ask.mode, tops, settings.tau)
+    if not who:
+        return outcome, {}, Spent(ask.mode, trace=ask.trace)
+    cap = reasoning.token_cap(settings, outcome.num_input_tokens, len(decision.images),
+                              len(decision.questions), len(who))
+    deadline = time.monotonic() + ask.budget_ms / 1000 if ask.budget_ms else None
+    opened = replace(decision, attention_mode=CAUSAL, questions=tuple(
+        replace(decision.questions[i], assistant=settings.open) for i in who))
+    reads, _ = fitting.fit(opened, pipe.profile, pipe.labels, pipe.engine.count,
+                           pipe.max_len - cap)
+    firsts = {}
+    for read in reads:  # a question read in several listings thinks once, over the first
+        firsts.setdefault(read.question, read)
+    futures = [pipe.engine.submit(generation.generate, pipe.engine, firsts[j], None, cap,
+                                  settings.stop, deadline) for j in range(len(who))]
+    written = [f.result() for f in futures]
+    thoughts = tuple(Thought(i, text, len(tokens), cut)
+                     for i, (text, tokens, cut, _) in zip(who, written))
+    starts = {t.question: reasoning.block(settings, t.text) for t in thoughts}
+    spent_in = sum(w[3] for w in written)
+    spent_out = sum(len(w[1]) for w in written)
+    outcome = _read_again(pipe, decision, s, outcome, starts)
+    return (replace(outcome, num_input_tokens=outcome.num_input_tokens + spent_in,
+                    output_tokens=outcome.output_tokens + spent_out,
+                    reasoning_tokens=outcome.reasoning_tokens + spent_out),
+            starts, Spent(ask.mode, cap, thoughts, ask.trace))
+
+
+def _read_again(pipe, decision: Decision, s, outcome: Outcome, starts: dict) -> Outcome:
+    """The read questions that thought, read again with their thought; each answer becomes
+    0.5 x the first + 0.5 x the one after the thought."""
+    again = [i for i in sorted(starts) if decision.questions[i].kind != NUMBER]
+    if not again:
+        return outcome
+    asked = replace(s.reads, questions=tuple(
+        replace(s.reads.questions[s.position[i]], assistant=starts[i]) for i in again))
+    second = pipe.answer_reads(asked, fixed=frozenset(range(len(again))))
+    answers = list(outcome.answers)
+    for j, i in enumerate(again):
+        p = s.position[i]
+        first = answers[p]
+        probs = reasoning.blend(first.probabilities, second.answers[j].probabilities)
+        answers[p] = kinds.get(first.kind).answer(probs)
+    return replace(outcome, answers=tuple(answers),
+                   num_input_tokens=outcome.num_input_tokens + second.num_input_tokens,
+                   num_cached_tokens=outcome.num_cached_tokens + second.num_cached_tokens)
