@@ -3,14 +3,15 @@
 # the stdlib tests (the machine's python3 without site-packages, then under coverage) and the
 # live suite, which starts one real vLLM CPU server through serve.sh for the session.
 # The suites, each named once: STDLIB is every test_*.py at the root (test_shim, test_security)
-# and under tests/unit/ (found by discovery: a package per folder); LIVE is tests/live/ (pytest,
-# needs the venv; its order is conftest's, not the file names').
+# and under tests/unit/ (found by discovery: a package per folder); LIVE is tests/live/ and
+# card_tests/ (the docs held to the code and the live server), one pytest session sharing the
+# fixtures in conftest.py (needs the venv; its order is conftest's, not the file names').
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cd "$ROOT"
 PY="${ONEPASS_VENV:-$ROOT/.venv}/bin/python"
 STDLIB=(-m unittest discover --start-directory . --top-level-directory . --pattern "test_*.py")
-LIVE=(tests/live)
+LIVE=(tests/live card_tests)
 echo "test.sh: setup"
 ONEPASS_DEVICE=cpu bash serve.sh --setup-only
 echo "test.sh: stdlib tests with the machine's python3 (no site-packages)"

@@ -109,4 +109,6 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
+    if {"-h", "--help"} & set(sys.argv[1:]):  # usage, and nothing run
+        sys.exit(print(__doc__))
     sys.exit(main())

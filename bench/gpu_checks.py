@@ -133,4 +133,6 @@ def main(model: str, out: Path) -> int:
 
 
 if __name__ == "__main__":
+    if {"-h", "--help"} & set(sys.argv[1:]):  # usage, and nothing run
+        sys.exit(print(__doc__))
     sys.exit(main(sys.argv[1], Path(sys.argv[2])))

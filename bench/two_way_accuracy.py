@@ -12,7 +12,7 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT / "tests" / "live")]
+sys.path[:0] = [str(ROOT / "tests" / "live"), str(ROOT)]  # the live suite's helpers, conftest
 import hf_reference  # noqa: E402
 from conftest import CACHE, CPU_ARGS, SMOLLM2, VLLM_TEST_ARGS, start_vllm  # noqa: E402
 from engine_calls import LABELS, PROMPTS, complete, label_logprobs, tokenize  # noqa: E402
@@ -63,4 +63,6 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    if {"-h", "--help"} & set(sys.argv[1:]):  # usage, and nothing run
+        sys.exit(print(__doc__))
     main()

@@ -91,4 +91,6 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
+    if {"-h", "--help"} & set(sys.argv[1:]):  # usage, and nothing run
+        sys.exit(print(__doc__))
     sys.exit(main(sys.argv[1:]))

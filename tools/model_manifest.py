@@ -70,6 +70,8 @@ def publish(tmp: Path, out: Path, expected: dict, tool: str, hint: str) -> None:
 
 def main(build, expected: dict, tool: str) -> None:
     """A builder's command line: OUT_DIR is checked if built, else built; then printed."""
+    if {"-h", "--help"} & set(sys.argv[1:]):  # usage, and nothing built
+        sys.exit(print(f"usage: python tools/{tool}.py OUT_DIR"))
     if len(sys.argv) != 2:
         sys.exit(f"usage: python tools/{tool}.py OUT_DIR")
     out = Path(sys.argv[1]).expanduser().resolve()

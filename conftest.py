@@ -1,4 +1,5 @@
-"""One real stack per test session: serve.sh starts vLLM (CPU) with the embedded model and the
+"""The live suites' shared fixtures (tests/live/ and card_tests/ run in one pytest session):
+one real stack per session: serve.sh starts vLLM (CPU) with the embedded model and the
 shim, and the tests share it. Nothing here stands in for the engine."""
 import http.client
 import json
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))  # the tests read onepass/ and tools/ from the checkout
 KEEP = {"ONEPASS_VENV", "ONEPASS_CACHE"}  # where things are installed; other settings are the tests'
 CACHE = Path(os.environ.get("ONEPASS_CACHE") or Path.home() / ".cache" / "onepass")
