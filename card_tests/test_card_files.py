@@ -118,6 +118,28 @@ def test_stated_defaults_equal_the_code():
     assert not wrong, wrong
 
 
+def test_limits_stated_in_prose_equal_the_code():
+    """"4 per request (`--max-box-questions`)", "32 MiB (`--max-body-bytes`", "`ONEPASS_X`
+    (default 16)": a number stated beside a setting's flag or variable is the code's default."""
+    named = {**{env: (n, d) for env, (n, _, d) in SETTINGS.items()},
+             **{"--" + n.replace("_", "-"): (n, d) for _, (n, _, d) in SETTINGS.items()}}
+    before = re.compile(r"(\d[\d,]*(?:\.\d+)?)( MiB)? [^|()\n]{0,40}?\(`(ONEPASS_[A-Z0-9_]+|--[\w-]+)`")
+    after = re.compile(r"`(ONEPASS_[A-Z0-9_]+|--[\w-]+)`[^|\n]{0,30}?default (\d[\d,]*(?:\.\d+)?)")
+    wrong, seen = [], 0
+    for doc, body in DOCS.items():
+        text = claims.prose(body)
+        stated = [(m.group(3), m.group(1), m.group(2)) for m in before.finditer(text)]
+        stated += [(m.group(1), m.group(2), None) for m in after.finditer(text)]
+        for key, number, mib in stated:
+            if key not in named:
+                continue
+            seen += 1
+            value = float(number.replace(",", "")) * (1 << 20 if mib else 1)
+            if value != named[key][1]:
+                wrong.append((doc, key, number + (mib or ""), named[key][1]))
+    assert seen >= 10 and not wrong, (seen, wrong)
+
+
 def test_measured_tables_name_their_command():
     """A table of measured figures has, within the 15 lines before it, the script that produced
     them (bench/ or tools/), and that script exists."""
