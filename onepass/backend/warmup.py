@@ -75,9 +75,8 @@ def warmup_bodies(two_way: bool, vision: bool = False, box: bool = False,
         bodies += image_bodies()
     if box:
         bodies += (box_body(),)
-    if number:  # the number grammar compiled, and a thought written, before ready
-        bodies += (("/v1/systemone", NUMBER_BODY),
-                   ("/v1/systemone", {**NUMBER_BODY, "kwargs": {"reasoning": {"mode": "on"}}}))
+    if number:  # the number grammar compiled before ready (a thought is a plain generation:
+        bodies += (("/v1/systemone", NUMBER_BODY),)  # nothing to compile, not warmed)
     if not two_way:
         return bodies
     last = WARMUP_BODIES[-1]
