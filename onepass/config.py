@@ -38,7 +38,7 @@ SETTINGS = {
     "box_max_tokens": (int, 48, "ONEPASS_BOX_MAX_TOKENS", "generation tokens per box question"),
     "max_number_questions": (int, 8, "ONEPASS_MAX_NUMBER_QUESTIONS",
                              "number questions in one request (each costs a generation; more: 422)"),
-    "number_max_tokens": (int, 16, "ONEPASS_NUMBER_MAX_TOKENS",
+    "number_max_tokens": (int, 24, "ONEPASS_NUMBER_MAX_TOKENS",
                           "generation tokens per number answer (a number cut by it is null)"),
     "max_connections": (int, 256, "ONEPASS_MAX_CONNECTIONS",
                         "open client connections; past it the longest-idle (else the slowest "

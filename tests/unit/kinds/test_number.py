@@ -31,6 +31,11 @@ class TestNumber(unittest.TestCase):
             self.assertIsNone(number.WHOLE.fullmatch(text), text)
             self.assertIsNone(number.value(text), text)
         self.assertIsNone(number.value("9" * 50))  # beyond what a float holds to the digit
+        for text in ("1" * 13, "1." + "1" * 7):  # the bound that makes the model stop
+            self.assertIsNone(number.WHOLE.fullmatch(text), text)
+        longest = "-" + "9" * 12 + "." + "9" * 6
+        self.assertEqual(len(longest), 20)
+        self.assertIsNotNone(number.WHOLE.fullmatch(longest))
 
     def test_answer_confidence_and_cut(self):
         """number.answer: the value, the text as written, exp(mean log-prob) of the tokens
