@@ -166,7 +166,7 @@ def di_validate(questions: dict, response: dict) -> None:
         probs = a.get("probabilities")
         if a.get("choice") not in q["criteria"]:
             raise Failed(f"{qid}: choice {a.get('choice')!r} is not an option")
-        if not isinstance(probs, dict) or list(probs) != list(q["criteria"]):
+        if not isinstance(probs, dict) or set(probs) != set(q["criteria"]):
             raise Failed(f"{qid}: probabilities not keyed exactly by the options: {probs}")
         values = [_prob(v, f"{qid} probability") for v in probs.values()]
         if min(values) < 0 or max(values) > 1 or abs(sum(values) - 1) > 0.01:
@@ -214,9 +214,11 @@ def run_jevbench(client: Client, model: str, log) -> None:
                 read[qid] = jevbench_read(answers[qid], q)
             except Failed as e:
                 raise Failed(f"{name}: question {qid!r} ({q['type']}): {e}") from None
-        base = base or read
-        shifts = [0.5 * sum(abs(read[k][o] - base[k][o]) for o in read[k])
-                  for k in read if k in base and set(read[k]) == set(base[k])]
+        # Informational: how far each answer moved from the same question in the first
+        # request (matched by content, so renamed ids and reordered options still pair up).
+        base = base or [(q, read[k]) for k, q in questions.items()]
+        shifts = [0.5 * sum(abs(read[k][o] - b[o]) for o in b)
+                  for k, q in questions.items() for bq, b in base if bq == q]
         log(f"{name}: {len(read)} answers read; largest TV from the first request "
             f"{max(shifts, default=0):.4f}")
 
