@@ -16,7 +16,8 @@ time, its two warm-up requests, no retries, its validation (same keys and types,
 the options, probabilities keyed exactly, finite, in [0, 1], |sum - 1| <= 0.01) and capacity
 rule (400/413/422 carrying a marker is `unsupported`, not an error). ImageJevBench's Box track:
 one item per request, one at a time, the image as a data URL in the state and one box question;
-`box` and `confidence` read (its timeout is not recorded: 180 s here).
+`box` and `confidence` read (its timeout and key variable are not recorded: 180 s here, and
+IMAGEJEVBENCH_API_KEY, a name of ours).
 Never starts or stops a server, never retries what its harness would not, standard library
 only. A score is never computed: these are plumbing checks.
 """

@@ -17,6 +17,7 @@ def smoke(name, url, tmp_path):
                           "--url", url, "--json", str(out)], capture_output=True, text=True,
                          timeout=300)
     assert run.returncode == 0, run.stdout + run.stderr
+    print(run.stdout)  # the smoke's own lines, for the runbook's timings (pytest -rP shows them)
     doc = json.loads(out.read_text())
     assert doc["ok"] and doc["error"] is None
     return doc
