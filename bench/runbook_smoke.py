@@ -122,6 +122,7 @@ class Client:
 
 
 def _prob(x, what: str) -> float:
+    # JSON numbers only: JevBench's float() would also take "0.5", the SDK's strict models not.
     if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x):
         raise Failed(f"{what} is not a finite number: {x!r}")
     return x
