@@ -67,5 +67,34 @@ class TestRoutes(unittest.TestCase):
         self.assertIn("400 questions per request", doc["info"]["description"])
 
 
+class TestFailureCounts(unittest.TestCase):
+    """The counts of what went wrong: 529s by reason, engine errors by kind."""
+
+    def test_warming_529_and_phase(self):
+        from onepass.server import WARMING
+        server = start_shim("http://127.0.0.1:9")
+        self.addCleanup(stop_shim, server)
+        server.service.phase = WARMING
+        before = samples(get(server, "/metrics")[2])  # auth off: anyone may scrape
+        self.assertEqual(call(server, body=req({"a": NOUL_Q}))[0], 529)
+        after = samples(get(server, "/metrics")[2])
+        name = 'onepass_overloaded_total{reason="warming"}'
+        self.assertEqual(after.get(name, 0) - before.get(name, 0), 1)
+        self.assertEqual((after['onepass_phase{phase="warming"}'],
+                          after['onepass_phase{phase="ready"}']), (1, 0))
+
+    def test_engine_errors_by_kind(self):
+        fake = FakeEngine("5xx")
+        self.addCleanup(fake.stop)
+        for url, kind, status in (("http://127.0.0.1:9", "unreachable", 503),
+                                  (fake.url, "failed", 502)):
+            server = start_shim(url)
+            self.addCleanup(stop_shim, server)
+            name = f'onepass_engine_errors_total{{kind="{kind}"}}'
+            before = samples(get(server, "/metrics")[2]).get(name, 0)
+            self.assertEqual(call(server, body=req({"a": NOUL_Q}))[0], status)
+            self.assertGreaterEqual(samples(get(server, "/metrics")[2])[name] - before, 1)
+
+
 if __name__ == "__main__":
     unittest.main()
