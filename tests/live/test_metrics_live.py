@@ -22,7 +22,9 @@ SCORE = {"type": "score", "instructions": "How angry?", "criteria": ["Calm", "An
 @pytest.fixture(scope="module")
 def shim(stack):
     port = free_port()
-    proc = start_shim(stack.vllm_url, port, {"ONEPASS_API_KEY": KEY})
+    # a long engine timeout: the cut question's 4,096-token read may share the CPU with others
+    proc = start_shim(stack.vllm_url, port, {"ONEPASS_API_KEY": KEY},
+                      args=("--engine-timeout-s", "600"))
     lines = []
     reader = threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True)
     reader.start()
@@ -70,7 +72,7 @@ def test_counters_move_by_what_the_answers_report(shim):
     base, proc, lines, reader = shim
     before = scrape(base)
     long_state = " ".join(f"{MARKER} paragraph {i}: the customer wrote about the weather."
-                          for i in range(900))  # past the 4,096-token context: cut to fit
+                          for i in range(400))  # past the 4,096-token context: cut to fit
     sent = [("/v1/systemone", {"model": "jev-latest", "state": f"{MARKER} refund please",
                                "questions": {"r": NOUL, "t": CHOICE, "a": SCORE}}),
             ("/v1/decisions", {"model": "jev-latest", "input": f"{MARKER} refund please",
