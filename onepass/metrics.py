@@ -52,7 +52,8 @@ class Metric:
         return "{" + ",".join(f'{n}="{_escape(v, True)}"' for n, v in pairs) + "}"
 
     def head(self) -> list[str]:
-        return [f"# HELP {self.name} {_escape(self.help, False)}", f"# TYPE {self.name} {self.kind}"]
+        return [f"# HELP {self.name} {_escape(self.help, False)}",
+                f"# TYPE {self.name} {self.kind}"]
 
 
 class Counter(Metric):

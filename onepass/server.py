@@ -1,7 +1,8 @@
 """The service behind the HTTP edge: routes, auth, health, readiness and the one error renderer.
 
 Owns: judging a request from its head (route, method, key, draining, warm-up, in-flight slots),
-/health, /v1/models, /metrics, /openapi.json, the start-up guard and warm-up (readiness), and rendering every error.
+/health, /v1/models, /metrics, /openapi.json, the start-up guard and warm-up (readiness), and
+rendering every error.
 Never: touches sockets or HTTP framing (edge/ does), validates API fields (api/ does) or
 decides (pipeline.py does: the request path, step by step).
 In: a request's method, path, headers. Out: (status, doc) in the contract's shapes, or the

@@ -18,6 +18,7 @@ import time
 from .metrics import Registry
 
 REGISTRY = Registry()
+# server.ROUTES, spelled out here (server imports this module); a unit test keeps them equal
 ROUTES = ("/v1/systemone", "/systemone", "/v1/decisions", "/decisions", "/v1/models", "/health",
           "/metrics", "/openapi.json")
 STATUSES = tuple(s.value for s in http.HTTPStatus) + (529,)

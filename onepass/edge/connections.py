@@ -2,8 +2,9 @@
 head before its body is read, within one deadline, and the drain on SIGTERM.
 
 Owns: the per-connection request loop, response bytes, closing without resetting an unread
-response, the access log line (telemetry.finish writes it: JSON, never bodies or keys) and the
-counts the edge alone sees (requests, times, 529s for connections), and drain-then-stop; conn_table.py holds the cap on open connections.
+response, the access log line (telemetry.finish writes it: JSON, never bodies or keys), the
+counts the edge alone sees (requests, times, 529s for connections), and drain-then-stop;
+conn_table.py holds the cap on open connections.
 Never: validates API fields or decides (api/ and pipeline.py do), or parses framing (framing.py).
 """
 from __future__ import annotations

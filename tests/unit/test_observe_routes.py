@@ -6,6 +6,8 @@ import json
 import unittest
 
 from fake_engine import FakeEngine
+from onepass import telemetry
+from onepass.server import ROUTES
 from test_shim import NOUL_Q, SCORE_Q, call, req, start_shim, stop_shim
 from tests.unit.test_metrics import samples
 
@@ -57,13 +59,16 @@ class TestRoutes(unittest.TestCase):
         self.assertEqual(after['onepass_phase{phase="ready"}'], 1)
         self.assertEqual(after["onepass_in_flight_requests"], 0)
 
+    def test_route_labels_are_the_routes(self):
+        """Every route has its own label value in the metrics; nothing else does."""
+        self.assertEqual(set(telemetry.ROUTES), set(ROUTES))
+
     def test_openapi_document(self):
         status, ctype, text = get(self.server, "/openapi.json", KEY)
         doc = json.loads(text)
         self.assertEqual((status, ctype, doc["openapi"]), (200, "application/json", "3.1.0"))
-        self.assertEqual(set(doc["paths"]), {"/v1/systemone", "/systemone", "/v1/decisions",
-                                             "/decisions", "/health", "/v1/models", "/metrics",
-                                             "/openapi.json"})
+        self.assertEqual({(m.upper(), p) for p, item in doc["paths"].items() for m in item},
+                         {(m, p) for p, methods in ROUTES.items() for m in methods})
         self.assertIn("400 questions per request", doc["info"]["description"])
 
 
