@@ -14,6 +14,12 @@ PROBABILITY = {"type": "number", "minimum": 0, "maximum": 1}
 COUNT = {"type": "integer", "minimum": 0}
 EXTENSIONS = {"^x_": {}}  # the contract allows extra fields only with the x_ prefix
 MODES = ["causal", "one-way", "bidirectional", "two-way"]
+# what both APIs take beside their own fields (api/checks.py); kwargs of another type is ignored
+OPTIONS = {"attention_mode": {"enum": MODES},
+           "kwargs": {"description": "per-request overrides (docs/configuration.md)",
+                      "properties": {"attention_mode": {"enum": MODES},
+                                     "layout": {"type": ["object", "null"]},
+                                     "calibration": {"type": ["object", "null"]}}}}
 
 
 def obj(properties: dict, required=(), extra=False, **more) -> dict:
@@ -53,10 +59,9 @@ def systemone_question(max_options: int) -> dict:
               ["type", "instructions"],
               description="where a named object is in the request's one image (vision "
                           "profiles only; elsewhere 422)")
-    number = obj({"type": kind("number"), "instructions": TEXT_OR_NULL,
-                  "criteria": TEXT_OR_NULL}, ["type"],
-                 description="a number read from the state (servers without the number kind "
-                             "answer 422)")
+    number = obj({"type": kind("number"), "instructions": TEXT}, ["type", "instructions"],
+                 description="a number read from the state, with the text it was read from "
+                             "(a server without the number kind answers 422)")
     return {"anyOf": [noul, choice, score, box, number]}
 
 
@@ -78,11 +83,7 @@ def systemone_request(max_questions: int, max_options: int) -> dict:
                    "description": "data URLs, base64 or https links (vision profiles)"},
         "assets": {"type": "object", "minProperties": 1, "propertyNames": {"minLength": 1},
                    "additionalProperties": asset},
-        "attention_mode": {"enum": MODES},
-        "kwargs": {"description": "per-request overrides (docs/configuration.md)",
-                   "properties": {"attention_mode": {"enum": MODES},
-                                  "layout": {"type": ["object", "null"]},
-                                  "calibration": {"type": ["object", "null"]}}},
+        **OPTIONS,
     }, ["model", "state", "questions"], extra=True,
         description="unknown top-level fields are ignored")
 
@@ -188,7 +189,7 @@ def decisions_request(max_questions: int, max_options: int) -> dict:
                                      "items": {"anyOf": [message, *call, output]}}]},
         "questions": {"type": "array", "minItems": 1, "maxItems": max_questions,
                       "items": {"anyOf": questions}},
-        "attention_mode": {"enum": MODES},
+        **OPTIONS,
     }, ["model", "input", "questions"], extra=True,
         description="prompt_cache_key, safety_identifier and other unknown fields are ignored")
 
