@@ -31,6 +31,10 @@ def main(argv=None) -> int:
         return config.EXIT_BAD_CONFIG
     logging.basicConfig(level=settings.log_level.upper(), stream=sys.stderr,
                         format="%(asctime)s onepass %(levelname)s %(message)s")
+    access = logging.StreamHandler(sys.stderr)  # the access log: one bare JSON line a request
+    access.setFormatter(logging.Formatter("%(message)s"))
+    logging.getLogger("onepass.access").addHandler(access)
+    logging.getLogger("onepass.access").propagate = False
     service = Service(settings, ROOT)
     try:
         server = Server(service)

@@ -107,7 +107,8 @@ class TestEdge(unittest.TestCase):
         self.assertEqual(call(self.server, "GET", "/health")[0], 200)
 
     def test_logs_hold_no_secrets_or_bodies(self):
-        """server: access logs carry method, path, status and request id; never keys or bodies."""
+        """server: access logs are JSON lines with method, route, status and request id; never keys
+        or bodies."""
         with self.assertLogs("onepass", logging.INFO) as logs:
             call(self.server, body=req({"q": NOUL_Q}, state="PRIVATE-STATE-TEXT"),
                  headers=self.auth)
@@ -118,7 +119,9 @@ class TestEdge(unittest.TestCase):
             while len(logs.records) < 3 and time.monotonic() < deadline:
                 time.sleep(0.01)
         text = "\n".join(logs.output)
-        self.assertIn("POST /v1/systemone", text)
+        lines = [json.loads(r.getMessage()) for r in logs.records if r.name == "onepass.access"]
+        self.assertIn(("POST", "/v1/systemone", 503), [(x["method"], x["route"], x["status"])
+                                                        for x in lines])
         for secret in ("k-123", "PRIVATE", "\x1b", "\x07"):
             self.assertNotIn(secret, text)
         self.assertNotIn("k-123", repr(self.server.service.settings))

@@ -18,7 +18,9 @@ Before it: edge/ (framing: strict HTTP/1.1; connections + conn_table: the connec
 deadlines and drain; admission: keys and in-flight slots) and server.Service.admit (route, key,
 readiness). Around it: config + profile (settings and profiles), decision (the data model),
 errors (the catalogue), kinds/ (one unit per question kind, one registry), backend/probes
-(start-up guard), backend/warmup (warm-up bodies), server (routes, health, the error renderer).
+(start-up guard), backend/warmup (warm-up bodies), server (routes, health, the error renderer),
+metrics + telemetry (/metrics, counted outside the path, and the JSON access log), openapi/
+(/openapi.json).
 """
 STEPS = ("parse", "resolve", "images", "fit", "reads", "readout", "reread", "think", "generate",
          "render")

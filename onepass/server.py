@@ -1,7 +1,8 @@
 """The service behind the HTTP edge: routes, auth, health, readiness and the one error renderer.
 
 Owns: judging a request from its head (route, method, key, draining, warm-up, in-flight slots),
-/health, /v1/models, the start-up guard and warm-up (readiness), and rendering every error.
+/health, /v1/models, /metrics, /openapi.json, the start-up guard and warm-up (readiness), and
+rendering every error.
 Never: touches sockets or HTTP framing (edge/ does), validates API fields (api/ does) or
 decides (pipeline.py does: the request path, step by step).
 In: a request's method, path, headers. Out: (status, doc) in the contract's shapes, or the
@@ -13,8 +14,10 @@ import json
 import logging
 import math
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
+from . import metrics, openapi, telemetry
 from .api import decisions, systemone
 from .backend.engine import Engine
 from .backend.probes import GuardFailed, run_guard, two_way_live
@@ -31,10 +34,18 @@ from .pipeline import Pipeline
 log = logging.getLogger("onepass")
 WARMING, READY, FAILED = "warming", "ready", "failed"
 ROUTES = {"/health": ("GET",), "/v1/models": ("GET",), "/v1/systemone": ("POST",),
-          "/systemone": ("POST",), "/v1/decisions": ("POST",), "/decisions": ("POST",)}
+          "/systemone": ("POST",), "/v1/decisions": ("POST",), "/decisions": ("POST",),
+          "/metrics": ("GET",), "/openapi.json": ("GET",)}
 # The two APIs, each an api.Adapter; everything between parse and render is the pipeline's.
 ADAPTERS = {"/v1/systemone": systemone, "/systemone": systemone,
             "/v1/decisions": decisions, "/decisions": decisions}
+
+
+@dataclass(frozen=True)
+class Raw:
+    """A response body that is not a JSON document (the metrics text)."""
+    body: bytes
+    content_type: str
 
 
 class Service:
@@ -56,6 +67,7 @@ class Service:
                                  inputs.Policy(self.profile.model_name, vision, links))
         self.phase, self.reason = WARMING, "waiting for vLLM"
         self.slots = admission.Slots(settings.max_in_flight)
+        telemetry.watch(self)  # the in-flight and phase gauges read it at scrape time
 
     # -- readiness --------------------------------------------------------------------
     def warm_up(self, poll_s: float = 1.0) -> None:
@@ -128,6 +140,11 @@ class Service:
         key, authorization = self.settings.api_key, headers.get("Authorization")
         if path == "/health":
             return self.health(query, admission.authorized(key, authorization))
+        if path in ("/metrics", "/openapi.json"):  # the key as everywhere; answered while
+            admission.check_auth(key, authorization)  # warming and draining too
+            if path == "/openapi.json":
+                return 200, openapi.document(self.settings)
+            return 200, Raw(telemetry.REGISTRY.render().encode(), metrics.CONTENT_TYPE)
         if self.slots.closed:
             raise self.shutting_down()
         admission.check_auth(key, authorization)
@@ -136,10 +153,12 @@ class Service:
         if self.phase == FAILED:
             raise NotReady(self.reason)
         if self.phase == WARMING:
+            telemetry.OVERLOADED.inc("warming")
             raise Overloaded(f"warming up ({self.reason}); retry shortly", retry_after_ms=1000)
         if not self.slots.take():
             if self.slots.closed:
                 raise self.shutting_down()
+            telemetry.OVERLOADED.inc("in_flight")
             raise Overloaded(f"more than {self.settings.max_in_flight} requests in flight",
                              retry_after_ms=200)
         return None, ADAPTERS[path]

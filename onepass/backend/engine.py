@@ -3,7 +3,8 @@
 Owns: HTTP to vLLM (/v1/completions; /v1/chat/completions for reads with images, sent as data
 URLs in image parts where the user turn has its image slots; /tokenize, /v1/models), timeouts,
 the connection pool,
-turning vLLM failures into EngineUnavailable (503), EngineFailed (502) or a capacity 422.
+turning vLLM failures into EngineUnavailable (503), EngineFailed (502) or a capacity 422,
+and counting reads and failures by kind at this boundary (telemetry).
 Never: builds prompts or interprets probabilities beyond picking the label log-probs.
 In: Reads. Out: ReadResults, in the same order.
 """
@@ -19,6 +20,7 @@ import urllib.parse
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
+from .. import telemetry
 from ..decision import TWO_WAY, Read, ReadResult
 from ..errors import EngineFailed, EngineUnavailable, InvalidRequest, OverBudget, Problem
 
@@ -74,18 +76,21 @@ class Engine:
                 raw = response.read()
             except TimeoutError:
                 conn.close()
+                telemetry.engine_error("timeout")
                 raise EngineUnavailable(f"vLLM did not answer {path} within {self.timeout_s} s",
                                         retry_after_ms=1000) from None
             except (OSError, http.client.HTTPException) as e:
                 conn.close()
                 if reused:
                     continue
+                telemetry.engine_error("unreachable")
                 raise EngineUnavailable(f"vLLM is unreachable at {self.host}:{self.port} "
                                         f"({type(e).__name__})", retry_after_ms=1000) from None
             self._idle.put((conn, time.monotonic()))
             try:
                 return response.status, json.loads(raw) if raw else {}
             except ValueError:
+                telemetry.engine_error("not_json")
                 raise EngineFailed(f"vLLM answered {path} with a body that is not JSON "
                                    f"(HTTP {response.status})") from None
         raise AssertionError("unreachable: the second attempt always uses a new connection")
@@ -98,10 +103,13 @@ class Engine:
         too_long = [Problem(("state",), "the prompt is longer than this server can read: "
                             f"{message}", "too_long")]
         if status == 400 and refusal.get(PLUGIN_ERROR_KEY) == OVER_BUDGET:
+            telemetry.engine_error("two_way_budget")
             raise OverBudget(too_long, int(refusal["budget_tokens"]))
         if status == 400 and any(m in message.lower() for m in CONTEXT_MARKERS):
+            telemetry.engine_error("context_length")
             raise InvalidRequest(too_long)
         kind = EngineUnavailable if status in (503, 529) else EngineFailed
+        telemetry.engine_error("unavailable" if kind is EngineUnavailable else "failed")
         raise kind(f"vLLM answered {path} with HTTP {status}: {message}")
 
     # -- API --------------------------------------------------------------------------
@@ -145,6 +153,7 @@ class Engine:
             cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0
             return [float(by_id[t]) for t in ids], (int(usage["prompt_tokens"]), int(cached))
         except (KeyError, IndexError, TypeError, ValueError) as e:
+            telemetry.engine_error("bad_answer")
             raise EngineFailed(f"vLLM's completion lacks the label log-probs ({e!r})") from None
 
     def _messages(self, read: Read) -> list[dict]:
@@ -169,6 +178,7 @@ class Engine:
         and every read of a head computes the same way, whatever the other questions. Two-way
         reads never touch the prefix cache; question-first reads share no head; reads with
         images share one by the first read alone."""
+        telemetry.count_reads(len(reads))  # on the request's own thread: its tally too
         if reads[0].attention_mode == TWO_WAY:
             return self.map(self.read, reads)
         if reads[0].images:

@@ -2,8 +2,9 @@
 head before its body is read, within one deadline, and the drain on SIGTERM.
 
 Owns: the per-connection request loop, response bytes, closing without resetting an unread
-response, access log lines (method, escaped path, status, time, request id: never bodies or
-keys), and drain-then-stop; conn_table.py holds the cap on open connections.
+response, the access log line (telemetry.finish writes it: JSON, never bodies or keys), the
+counts the edge alone sees (requests, times, 529s for connections), and drain-then-stop;
+conn_table.py holds the cap on open connections.
 Never: validates API fields or decides (api/ and pipeline.py do), or parses framing (framing.py).
 """
 from __future__ import annotations
@@ -23,23 +24,30 @@ import time
 import uuid
 
 from . import framing
+from .. import telemetry
 from .conn_table import IDLE, READING, WORKING, Conn, Table, fit_descriptors
 from ..errors import MalformedHttp, OnepassError, Overloaded, RequestTimeout
-from ..server import Service, render_error
+from ..server import Raw, Service, render_error
 
 log = logging.getLogger("onepass")
+access_log = logging.getLogger("onepass.access")  # shim.py writes its lines as bare JSON
 CLIENT_GONE = (TimeoutError, ConnectionError)  # a client that stalled or left
 LINGER_S, LINGER_BYTES = 2.0, 1 << 20  # after a refusal: drop what still arrives, this much
 QUIET_S, QUIET_WAIT_S = 0.3, 5.0  # at exit: a connection idle this long has no request coming
 
 
-def response(status: int, doc: dict, request_id: str, extra: dict, close: bool,
+def response(status: int, doc, request_id: str, extra: dict, close: bool,
              head_only: bool = False) -> bytes:
-    payload = json.dumps(doc, ensure_ascii=False, allow_nan=False).encode("utf-8")
+    """The response bytes: a document as JSON, or a Raw body (metrics) as it is."""
+    if isinstance(doc, Raw):
+        payload, content_type = doc.body, doc.content_type
+    else:
+        payload = json.dumps(doc, ensure_ascii=False, allow_nan=False).encode("utf-8")
+        content_type = "application/json"
     phrase = http.HTTPStatus(status).phrase if status in http.HTTPStatus._value2member_map_ \
         else "Overloaded"
     lines = [f"HTTP/1.1 {status} {phrase}", "Server: onepass",
-             f"Date: {email.utils.formatdate(usegmt=True)}", "Content-Type: application/json",
+             f"Date: {email.utils.formatdate(usegmt=True)}", f"Content-Type: {content_type}",
              f"Content-Length: {len(payload)}", f"x-typesafe-request-id: {request_id}",
              f"x-request-id: {request_id}", *(f"{k}: {v}" for k, v in extra.items())]
     if close:
@@ -104,6 +112,7 @@ class Handler(socketserver.BaseRequestHandler):
     def one_request(self) -> None:
         started, request_id = time.monotonic(), "req_" + uuid.uuid4().hex
         method, path, service = "-", "", self.server.service
+        telemetry.start_request()
         try:
             head = framing.read_head(self.rfile)
             if head is None:
@@ -123,13 +132,15 @@ class Handler(socketserver.BaseRequestHandler):
                 log.info("%s %s dropped: the client sent no complete request (%s)", method,
                          printable(path), request_id)
                 return
+            telemetry.OVERLOADED.inc("connections")
             status, doc, extra = render_error(Overloaded(
                 f"this server has its {self.server.table.limit} connections open; this one "
                 "sent its request the slowest and was closed", retry_after_ms=1000), path)
         self.closing = self.closing or service.slots.closed  # draining: clients move on
+        # counted before sending: a client that scrapes right after its answer sees it
+        line = telemetry.finish(method, path, printable(path), status, started, doc, request_id)
         self.send(method, status, doc, request_id, extra)
-        log.info("%s %s %d %.1fms %s", method, printable(path), status,
-                 (time.monotonic() - started) * 1000, request_id)
+        access_log.info("%s", line)
 
     def answer(self, head: framing.Head, path: str, query: str) -> tuple[int, dict, dict]:
         """Judge the head; only an admitted request has its body read, then decided."""
@@ -209,6 +220,7 @@ class Server(socketserver.ThreadingTCPServer):
         err = Overloaded(f"this server has its {self.table.limit} connections open, all being "
                          "answered; retry shortly", retry_after_ms=1000)
         status, doc, extra = render_error(err)
+        telemetry.OVERLOADED.inc("connections")
         try:  # the accepting thread must not block on a client: one non-blocking send
             request.setblocking(False)
             request.send(response(status, doc, "req_" + uuid.uuid4().hex, extra, close=True))

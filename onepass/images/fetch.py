@@ -7,7 +7,7 @@ multicast, reserved, unspecified or shared ranges, IPv4 or IPv6, IPv4-mapped and
 IPv4 forms unwrapped), connecting to the address that was checked (pinned: no second lookup),
 at most MAX_REDIRECTS redirects each checked the same way, timeouts (each step, and a whole-fetch
 deadline of TOTAL_STEPS steps so a trickling server cannot hold a request), a byte cap while reading,
-an image/* content type.
+an image/* content type; counting each fetch by outcome (telemetry: ok, refused, failed).
 Never: logs or echoes a URL (error messages name the image and the rule, not the link); follows
 a redirect to another scheme than allowed; retries.
 """
@@ -21,6 +21,8 @@ import time
 import urllib.parse
 from dataclasses import dataclass
 
+from .. import telemetry
+
 MAX_REDIRECTS = 3
 TOTAL_STEPS = 4  # a whole fetch, redirects included, gets this many times the step timeout
 CHUNK = 64 * 1024
@@ -29,6 +31,10 @@ REDIRECTS = {301, 302, 303, 307, 308}
 
 class FetchRefused(Exception):
     """The link breaks a rule or the fetch failed; the message never contains the URL."""
+
+
+class FetchFailed(FetchRefused):
+    """The network or the far server failed the fetch (no rule was broken)."""
 
 
 def is_public(address: str) -> bool:
@@ -64,6 +70,16 @@ class Rules:
 
 def fetch(url: str, rules: Rules = Rules()) -> tuple[bytes, str]:
     """(body, content type) of an image link, or FetchRefused saying which rule stopped it."""
+    try:
+        found = _fetch(url, rules)
+    except FetchRefused as e:
+        telemetry.image_fetch("failed" if isinstance(e, FetchFailed) else "refused")
+        raise
+    telemetry.image_fetch("ok")
+    return found
+
+
+def _fetch(url: str, rules: Rules) -> tuple[bytes, str]:
     deadline = time.monotonic() + TOTAL_STEPS * rules.timeout_s
     for _ in range(MAX_REDIRECTS + 1):
         scheme, host, port, target = _parts(url, rules)
@@ -80,7 +96,7 @@ def fetch(url: str, rules: Rules = Rules()) -> tuple[bytes, str]:
                 url = urllib.parse.urljoin(url, location)
                 continue
             if response.status != 200:
-                raise FetchRefused(f"the image link answered HTTP {response.status}")
+                raise FetchFailed(f"the image link answered HTTP {response.status}")
             kind = (response.getheader("Content-Type") or "").split(";")[0].strip().lower()
             if not kind.startswith("image/"):
                 raise FetchRefused(f"the link's content type is {kind or 'missing'}, not image/*")
@@ -89,7 +105,7 @@ def fetch(url: str, rules: Rules = Rules()) -> tuple[bytes, str]:
                 raise FetchRefused(f"the image is larger than {rules.max_bytes} bytes")
             return _read(response, rules.max_bytes, deadline), kind
         except (OSError, http.client.HTTPException) as e:
-            raise FetchRefused(f"fetching the image failed ({type(e).__name__})") from None
+            raise FetchFailed(f"fetching the image failed ({type(e).__name__})") from None
         finally:
             conn.close()
     raise FetchRefused(f"more than {MAX_REDIRECTS} redirects")
@@ -100,7 +116,7 @@ def _read(response, max_bytes: int, deadline: float) -> bytes:
     chunks, size = [], 0
     while True:
         if time.monotonic() > deadline:
-            raise FetchRefused("fetching the image took too long")
+            raise FetchFailed("fetching the image took too long")
         chunk = response.read1(CHUNK)
         if not chunk:
             return b"".join(chunks)
@@ -132,7 +148,7 @@ def _checked_address(host: str, port: int, rules: Rules) -> str:
     try:
         infos = rules.resolve(host, port, type=socket.SOCK_STREAM)
     except (OSError, UnicodeError):
-        raise FetchRefused("the image link's host does not resolve") from None
+        raise FetchFailed("the image link's host does not resolve") from None
     addresses = [info[4][0] for info in infos]
     if not addresses:
         raise FetchRefused("the image link's host does not resolve")

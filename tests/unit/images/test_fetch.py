@@ -15,6 +15,7 @@ import unittest
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from onepass import telemetry
 from onepass.images import fetch
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\0" * 64
@@ -185,6 +186,19 @@ class TestLocalServer(unittest.TestCase):
         self.assertLess(time.monotonic() - started, 6)
         with self.assertRaises(fetch.FetchRefused):  # http is off unless switched on
             fetch.fetch(self.url("/img.png"), fetch.Rules(resolve=self.resolve))
+
+    def test_fetches_counted_by_outcome(self):
+        """/metrics' onepass_image_fetches_total: a fetched image is ok, a broken rule refused,
+        a far server's error status or an unknown host failed."""
+        def counts():
+            return [telemetry.FETCHES.series.get((o,), 0) for o in telemetry.FETCH_OUTCOMES]
+        before = counts()
+        fetch.fetch(self.url("/img.png"), self.rules())
+        for url in (self.url("/page"), self.url("/to-private"), self.url("/missing"),
+                    self.url("/img.png", "nowhere.test")):
+            with self.assertRaises(fetch.FetchRefused):
+                fetch.fetch(url, self.rules())
+        self.assertEqual([a - b for a, b in zip(counts(), before)], [1, 2, 2])
 
 
 @unittest.skipUnless(shutil.which("openssl"), "needs the openssl command to make a certificate")

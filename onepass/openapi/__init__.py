@@ -1,0 +1,116 @@
+"""GET /openapi.json: an OpenAPI 3.1 document of every route, built from the schemas (schemas.py)
+and this server's limits.
+
+Owns: the paths, their status codes and which error shape each route answers with, the security
+scheme, and the limits the document states (from Settings, so it says what this server does).
+Never: checks requests against it (the adapters do) or changes a route's behaviour.
+"""
+from __future__ import annotations
+
+from ..api.checks import MAX_OPTIONS
+from . import schemas as s
+
+JSON = "application/json"
+REQUEST_ID = {"x-typesafe-request-id": {"description": "the request's id (also x-request-id)",
+                                        "schema": {"type": "string"}, "required": True}}
+RETRY = {"retry-after-ms": {"description": "how long to wait before retrying",
+                            "schema": {"type": "string"}}}
+# status -> when, shared by both decision routes (each renders it in its own error shape)
+DECISION_ERRORS = {
+    "400": "malformed HTTP framing, or a well-formed request this server cannot honour as asked "
+           "(two attention modes; two-way without the engine plugin)",
+    "401": "a wrong API key (on /v1/decisions a missing one too)",
+    "403": "a missing API key",
+    "404": "an unknown model",
+    "408": "the request was not sent within the client timeout",
+    "413": "a body over the size limit, or a state too large to cut",
+    "415": "an unsupported Content-Type or Content-Encoding",
+    "422": "a validation error: every problem listed",
+    "502": "vLLM failing",
+    "503": "vLLM unreachable or too slow; a failed start-up check; draining after SIGTERM",
+    "529": "warming up, or the in-flight or connection limit",
+}
+
+
+def answer(description: str, schema: dict | None, media: str = JSON, headers=None) -> dict:
+    out = {"description": description, "headers": {**REQUEST_ID, **(headers or {})}}
+    if schema is not None:
+        out["content"] = {media: {"schema": schema}}
+    return out
+
+
+def auth_errors(shape: dict) -> dict:
+    return {"401": answer("a wrong API key", shape), "403": answer("a missing API key", shape)}
+
+
+def decision_route(operation_id: str, summary: str, request: dict, reply: dict,
+                   validation: dict, error: dict, drop: tuple = ()) -> dict:
+    responses = {"200": answer("the answers", reply)}
+    for status, when in DECISION_ERRORS.items():
+        if status in drop:
+            continue
+        shape = validation if status == "422" else error
+        retry = RETRY if status in ("503", "529") else None
+        responses[status] = answer(when, shape, headers=retry)
+    return {"post": {"summary": summary, "operationId": operation_id,
+                     "requestBody": {"required": True, "content": {JSON: {"schema": request}}},
+                     "responses": responses}}
+
+
+def document(settings) -> dict:
+    """The document for this server's settings (limits as configured)."""
+    nq, no = settings.max_questions, MAX_OPTIONS
+    systemone = decision_route(
+        "systemone", "decisions in TypeSafe's System One contract",
+        s.systemone_request(nq, no), s.systemone_response(), s.VALIDATION, s.DETAIL)
+    # /v1/decisions renders validation as 400 in OpenAI's envelope, and both key errors as 401
+    decisions = decision_route(
+        "decisions", "decisions in OpenAI's Decisions contract",
+        s.decisions_request(nq, no), s.decisions_response(), s.OPENAI_ERROR, s.OPENAI_ERROR,
+        drop=("403", "422"))
+    get = {
+        "/health": {"get": {
+            "summary": "readiness: 200 once warm-up has answered every question type",
+            "operationId": "health", "security": [],
+            "parameters": [{"name": "live", "in": "query", "required": False,
+                            "schema": {"type": "string"},
+                            "description": "1: liveness (200 as soon as the shim is up)"}],
+            "responses": {"200": answer("ready (or live)", s.HEALTH),
+                          "503": answer("warming, failed or draining", s.HEALTH)}}},
+        "/v1/models": {"get": {
+            "summary": "the concrete model name and its aliases", "operationId": "models",
+            "responses": {"200": answer("the models", s.MODELS), **auth_errors(s.DETAIL),
+                          "503": answer("draining after SIGTERM", s.DETAIL, headers=RETRY)}}},
+        "/metrics": {"get": {
+            "summary": "Prometheus metrics, text exposition format 0.0.4 (docs/metrics.md)",
+            "operationId": "metrics",
+            "responses": {"200": answer("the metrics", {"type": "string"},
+                                        "text/plain; version=0.0.4; charset=utf-8"),
+                          **auth_errors(s.DETAIL)}}},
+        "/openapi.json": {"get": {
+            "summary": "this document", "operationId": "openapi",
+            "responses": {"200": answer("the OpenAPI document", {"type": "object"}),
+                          **auth_errors(s.DETAIL)}}},
+    }
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "onepass", "version": "1",
+                 "description": "Typed decisions from one forward pass on vLLM: TypeSafe's System "
+                 f"One and OpenAI's Decisions APIs. Limits: {nq} questions per request, "
+                 f"{settings.max_reads} reads of the model, 2 to {no} options per choice, 2 to "
+                 f"10 levels per score, {settings.max_body_bytes} bytes per body "
+                 f"({settings.max_decoded_bytes} decoded), {settings.max_box_questions} box "
+                 "questions (docs/http-edge.md#limits)."},
+        "servers": [{"url": "/"}],
+        "security": [{"bearer": []}, {}],  # {}: the key is required only when one is set
+        "components": {"securitySchemes": {"bearer": {
+            "type": "http", "scheme": "bearer",
+            "description": "required when the server has ONEPASS_API_KEY set"}}},
+        "paths": {"/v1/systemone": systemone, "/systemone": alias(systemone, "systemone_alias"),
+                  "/v1/decisions": decisions, "/decisions": alias(decisions, "decisions_alias"),
+                  **get},
+    }
+
+
+def alias(route: dict, operation_id: str) -> dict:
+    return {"post": {**route["post"], "operationId": operation_id}}

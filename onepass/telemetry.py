@@ -1,0 +1,144 @@
+"""What onepass counts, and the access log line: the process's metrics (metrics.py renders them).
+
+Owns: every onepass_* metric and its label values, counting a finished request from what the
+edge knows (route, status, time) and from the response document it rendered (answers' types,
+usage, cut questions), the engine's and the image fetcher's counts at their boundaries, the
+per-request tally of reads (a thread-local: a request is decided on its connection's thread)
+and the one JSON access log line per request.
+Never: reads a request body, logs a body, a key, an image or a question id, or takes a label
+value from client input (routes and types are checked against fixed sets).
+"""
+from __future__ import annotations
+
+import http
+import json
+import threading
+import time
+
+from .metrics import Registry
+
+REGISTRY = Registry()
+# server.ROUTES, spelled out here (server imports this module); a unit test keeps them equal
+ROUTES = ("/v1/systemone", "/systemone", "/v1/decisions", "/decisions", "/v1/models", "/health",
+          "/metrics", "/openapi.json")
+STATUSES = tuple(s.value for s in http.HTTPStatus) + (529,)
+# answer types as the adapters render them, on either API
+TYPES = ("noul", "choice", "score", "box", "number", "predicate")
+PHASES = ("warming", "ready", "failed", "draining")
+OVERLOAD_REASONS = ("warming", "in_flight", "connections")
+ENGINE_ERRORS = ("timeout", "unreachable", "not_json", "unavailable", "failed",
+                 "context_length", "two_way_budget", "bad_answer")
+FETCH_OUTCOMES = ("ok", "refused", "failed")
+DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
+
+REQUESTS = REGISTRY.counter("onepass_requests_total", "HTTP requests answered, by route "
+                            "(other: an unknown path) and status",
+                            {"route": ROUTES, "status": STATUSES})
+DURATION = REGISTRY.histogram("onepass_request_duration_seconds", "time from a request's first "
+                              "byte to its response ready to send, by route", DURATION_BUCKETS,
+                              {"route": ROUTES})
+IN_FLIGHT = REGISTRY.gauge("onepass_in_flight_requests", "decision requests being answered "
+                           "(holding an in-flight slot)", read=lambda: _service_read("in_flight"))
+PHASE = REGISTRY.gauge("onepass_phase", "1 for the shim's phase (warming, ready, failed, "
+                       "draining), 0 for the others", {"phase": PHASES},
+                       read=lambda: _service_read("phase"))
+OVERLOADED = REGISTRY.counter("onepass_overloaded_total", "529 answers, by reason: warming up, "
+                              "the in-flight limit, the connection limit",
+                              {"reason": OVERLOAD_REASONS})
+QUESTIONS = REGISTRY.counter("onepass_questions_total", "questions answered, by answer type",
+                             {"type": TYPES})
+INPUT_TOKENS = REGISTRY.counter("onepass_input_tokens_total", "input (prompt) tokens of answered "
+                                "requests, as usage.input_tokens reports them")
+OUTPUT_TOKENS = REGISTRY.counter("onepass_output_tokens_total", "tokens generated for answered "
+                                 "requests (box generations), as usage.output_tokens")
+CUT = REGISTRY.counter("onepass_cut_questions_total", "questions whose state was cut to fit the "
+                       "context (x_effort_used.state_selection)")
+IMAGES = REGISTRY.counter("onepass_images_total", "images read by answered requests (usage.images)")
+FETCHES = REGISTRY.counter("onepass_image_fetches_total", "image links fetched, by outcome: ok, "
+                           "refused (a rule: scheme, address, size, type), failed (the network "
+                           "or the far server)", {"outcome": FETCH_OUTCOMES})
+READS = REGISTRY.counter("onepass_engine_reads_total", "label reads sent to vLLM (one forward "
+                         "pass each; warm-up included)")
+ENGINE_ERRORS_TOTAL = REGISTRY.counter("onepass_engine_errors_total", "vLLM calls that failed, "
+                                       "by kind", {"kind": ENGINE_ERRORS})
+
+_service = None  # the running Service, read at scrape time (set by watch)
+_local = threading.local()
+
+
+def watch(service) -> None:
+    global _service
+    _service = service
+
+
+def _service_read(what: str) -> dict:
+    s = _service
+    if s is None:
+        return {}
+    if what == "in_flight":
+        return {(): s.slots.busy}
+    phase = "draining" if s.slots.closed else s.phase
+    return {(p,): int(p == phase) for p in PHASES}
+
+
+def route_of(path: str) -> str:
+    return path if path in ROUTES else "other"
+
+
+# -- the per-request tally ------------------------------------------------------------------
+def start_request() -> None:
+    _local.reads = 0
+
+
+def count_reads(n: int) -> None:
+    """Reads sent to vLLM, counted on the thread that decides the request."""
+    READS.inc(by=n)
+    _local.reads = getattr(_local, "reads", 0) + n
+
+
+def engine_error(kind: str) -> None:
+    ENGINE_ERRORS_TOTAL.inc(kind)
+
+
+def image_fetch(outcome: str) -> None:
+    FETCHES.inc(outcome)
+
+
+# -- a finished request -----------------------------------------------------------------------
+def finish(method: str, path: str, shown: str, status: int, started: float, doc,
+           request_id: str) -> str:
+    """Count a finished request and return its access log line (JSON; `shown`: the path as
+    logs may show it). Answers are counted from the response document only, so the decision
+    path never counts anything itself."""
+    duration = time.monotonic() - started
+    route = route_of(path)
+    REQUESTS.inc(route, status)
+    DURATION.observe(duration, route)
+    answers, usage = _answers_and_usage(doc) if status == 200 else ([], {})
+    for answer in answers:
+        QUESTIONS.inc(answer.get("type") if isinstance(answer, dict) else None)
+    tokens = _int(usage.get("input_tokens"))
+    INPUT_TOKENS.inc(by=tokens)
+    OUTPUT_TOKENS.inc(by=_int(usage.get("output_tokens")))
+    IMAGES.inc(by=_int(usage.get("images")))
+    cut = len(((doc.get("x_effort_used") or {}).get("state_selection") or ())
+              if answers else ())
+    CUT.inc(by=cut)
+    return json.dumps({"ts": round(time.time(), 3), "request_id": request_id, "method": method,
+                       "path": shown, "route": route, "status": status,
+                       "duration_ms": round(duration * 1000, 1), "questions": len(answers),
+                       "reads": getattr(_local, "reads", 0), "input_tokens": tokens,
+                       "cut_questions": cut}, ensure_ascii=True)
+
+
+def _answers_and_usage(doc) -> tuple[list, dict]:
+    """A decision document's answers (a map on /v1/systemone, a list on /v1/decisions)."""
+    if not isinstance(doc, dict) or not isinstance(doc.get("usage"), dict):
+        return [], {}
+    answers = doc.get("answers")
+    answers = list(answers.values()) if isinstance(answers, dict) else answers
+    return (answers if isinstance(answers, list) else []), doc["usage"]
+
+
+def _int(value) -> int:
+    return value if type(value) is int and value > 0 else 0

@@ -1,0 +1,172 @@
+"""metrics.py (the text exposition format) and telemetry.py (what a finished request counts),
+standard library only; the live test parses a real scrape with prometheus_client."""
+import json
+import re
+import threading
+import time
+import unittest
+
+from onepass import telemetry
+from onepass.metrics import OTHER, Registry, number
+
+SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{.*\})? (\S+)$')
+
+
+def samples(text: str) -> dict:
+    """{name{labels}: value} of every sample line, checking each line's grammar."""
+    out = {}
+    for line in text.splitlines():
+        if line.startswith("#"):
+            continue
+        m = SAMPLE.match(line)
+        assert m, f"not a sample line: {line!r}"
+        out[m.group(1) + (m.group(2) or "")] = float(m.group(3))
+    return out
+
+
+class TestRendering(unittest.TestCase):
+    def test_counter_help_type_and_labels(self):
+        r = Registry()
+        c = r.counter("x_total", "things\ncounted \\ here", {"route": ("/a", "/b")})
+        c.inc("/a")
+        c.inc("/a", by=2)
+        c.inc("/b")
+        text = r.render()
+        self.assertTrue(text.endswith("\n"))
+        lines = text.splitlines()
+        # HELP escapes backslash and newline, so the family stays on one line
+        self.assertEqual(lines[0], "# HELP x_total things\\ncounted \\\\ here")
+        self.assertEqual(lines[1], "# TYPE x_total counter")
+        self.assertEqual(samples(text), {'x_total{route="/a"}': 3, 'x_total{route="/b"}': 1})
+
+    def test_label_values_escaped_and_bounded(self):
+        """A value outside the declared set is counted as `other`; declared values with quotes,
+        backslashes and newlines are escaped."""
+        r = Registry()
+        c = r.counter("y_total", "y", {"kind": ('a"b', "c\\d", "e\nf")})
+        for value in ('a"b', "c\\d", "e\nf", "client-sent-id-1", "client-sent-id-2"):
+            c.inc(value)
+        lines = [l for l in r.render().splitlines() if not l.startswith("#")]
+        self.assertEqual(lines, ['y_total{kind="a\\"b"} 1', 'y_total{kind="c\\\\d"} 1',
+                                 'y_total{kind="e\\nf"} 1', f'y_total{{kind="{OTHER}"}} 2'])
+
+    def test_histogram_buckets_cumulative_inf_sum_count(self):
+        r = Registry()
+        h = r.histogram("d_seconds", "d", (0.1, 1, 10), {"route": ("/a",)})
+        for v in (0.05, 0.1, 0.5, 5, 50):  # 0.1 sits in its own bucket: le is "<="
+            h.observe(v, "/a")
+        got = samples(r.render())
+        self.assertEqual(got, {'d_seconds_bucket{route="/a",le="0.1"}': 2,
+                               'd_seconds_bucket{route="/a",le="1.0"}': 3,
+                               'd_seconds_bucket{route="/a",le="10.0"}': 4,
+                               'd_seconds_bucket{route="/a",le="+Inf"}': 5,
+                               'd_seconds_sum{route="/a"}': 55.65,
+                               'd_seconds_count{route="/a"}': 5})
+        self.assertIn("# TYPE d_seconds histogram", r.render())
+
+    def test_gauge_read_at_scrape_and_set(self):
+        state = {"v": 1}
+        r = Registry()
+        r.gauge("g", "g", {"phase": ("up", "down")},
+                read=lambda: {("up",): state["v"], ("down",): 1 - state["v"]})
+        r.gauge("h", "h").set(2.5)
+        self.assertEqual(samples(r.render()), {'g{phase="up"}': 1, 'g{phase="down"}': 0, "h": 2.5})
+        state["v"] = 0
+        self.assertEqual(samples(r.render())['g{phase="up"}'], 0)
+
+    def test_numbers(self):
+        self.assertEqual([number(v) for v in (3, 3.0, 0.25, float("inf"), float("-inf"))],
+                         ["3", "3", "0.25", "+Inf", "-Inf"])
+        self.assertEqual(number(float("nan")), "NaN")
+
+    def test_refusals(self):
+        r = Registry()
+        c = r.counter("c_total", "c", {"a": ("x",)})
+        self.assertRaises(ValueError, c.inc)  # a label missing
+        self.assertRaises(ValueError, c.inc, "x", by=-1)  # counters only go up
+        self.assertRaises(ValueError, r.counter, "c_total", "again")
+        self.assertRaises(ValueError, r.histogram, "h", "h", (1, 0.5))
+
+    def test_concurrent_increments_all_land(self):
+        r = Registry()
+        c = r.counter("n_total", "n")
+        threads = [threading.Thread(target=lambda: [c.inc() for _ in range(2000)])
+                   for _ in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        self.assertEqual(samples(r.render())["n_total"], 16000)
+
+
+def value(name: str) -> float:
+    return samples(telemetry.REGISTRY.render()).get(name, 0.0)
+
+
+class TestTelemetry(unittest.TestCase):
+    """telemetry.finish counts from the response document; the process registry is shared, so
+    every check is a difference."""
+
+    def test_systemone_document(self):
+        doc = {"model": "m", "answers": {"a": {"type": "noul", "noul": 0.5},
+                                         "b": {"type": "choice"}, "c": {"type": "choice"},
+                                         "d": {"type": "made-up-by-a-client"}},
+               "usage": {"input_tokens": 120, "output_tokens": 7, "images": 2},
+               "x_effort_used": {"state_selection": [{"question": "a"}, {"question": "b"}]}}
+        names = ('onepass_questions_total{type="choice"}', 'onepass_questions_total{type="noul"}',
+                 'onepass_questions_total{type="other"}', "onepass_input_tokens_total",
+                 "onepass_output_tokens_total", "onepass_images_total",
+                 "onepass_cut_questions_total",
+                 'onepass_requests_total{route="/v1/systemone",status="200"}',
+                 'onepass_request_duration_seconds_count{route="/v1/systemone"}')
+        before = [value(n) for n in names]
+        telemetry.start_request()
+        telemetry.count_reads(5)
+        line = json.loads(telemetry.finish("POST", "/v1/systemone", "/v1/systemone", 200,
+                                           time.monotonic() - 0.25, doc, "req_1"))
+        after = [value(n) for n in names]
+        self.assertEqual([a - b for a, b in zip(after, before)], [2, 1, 1, 120, 7, 2, 2, 1, 1])
+        self.assertEqual({k: line[k] for k in ("request_id", "method", "route", "status",
+                                               "questions", "reads", "input_tokens",
+                                               "cut_questions")},
+                         {"request_id": "req_1", "method": "POST", "route": "/v1/systemone",
+                          "status": 200, "questions": 4, "reads": 5, "input_tokens": 120,
+                          "cut_questions": 2})
+        self.assertGreaterEqual(line["duration_ms"], 250)
+
+    def test_decisions_document_and_errors(self):
+        """A list of answers counts the same; an error document counts the request only; an
+        unknown path is `other`, never a new series."""
+        doc = {"answers": [{"type": "predicate"}, {"type": "score"}],
+               "usage": {"input_tokens": 9, "output_tokens": 0}}
+        p, s = 'onepass_questions_total{type="predicate"}', 'onepass_questions_total{type="score"}'
+        before = value(p), value(s), value("onepass_input_tokens_total")
+        telemetry.start_request()
+        telemetry.finish("POST", "/decisions", "/decisions", 200, time.monotonic(), doc, "r")
+        telemetry.finish("POST", "/decisions", "/decisions", 422, time.monotonic(),
+                         {"detail": [], "usage": {"input_tokens": 50}}, "r")
+        other = 'onepass_requests_total{route="other",status="404"}'
+        n404 = value(other)
+        line = json.loads(telemetry.finish("GET", "/secret-q-id", "/secret-q-id", 404,
+                                           time.monotonic(), {"detail": {}}, "r"))
+        self.assertEqual((value(p) - before[0], value(s) - before[1],
+                          value("onepass_input_tokens_total") - before[2]), (1, 1, 9))
+        self.assertEqual(value(other) - n404, 1)
+        self.assertNotIn("secret-q-id", telemetry.REGISTRY.render())
+        self.assertEqual((line["route"], line["questions"], line["reads"]), ("other", 0, 0))
+
+    def test_reads_tally_is_per_thread(self):
+        """Reads on another thread (another request) do not enter this request's tally."""
+        telemetry.start_request()
+        telemetry.count_reads(3)
+        other = threading.Thread(target=lambda: (telemetry.start_request(),
+                                                 telemetry.count_reads(100)))
+        other.start()
+        other.join()
+        line = json.loads(telemetry.finish("POST", "/v1/systemone", "/v1/systemone", 503,
+                                           time.monotonic(), {}, "r"))
+        self.assertEqual(line["reads"], 3)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,105 @@
+"""GET /metrics and GET /openapi.json on an in-process shim before a fake engine (stdlib): the
+auth rule, the content types, and counters that move with requests. The live suite repeats the
+counting against real vLLM and parses the scrape with prometheus_client."""
+import http.client
+import json
+import unittest
+
+from fake_engine import FakeEngine
+from onepass import telemetry
+from onepass.server import ROUTES
+from test_shim import NOUL_Q, SCORE_Q, call, req, start_shim, stop_shim
+from tests.unit.test_metrics import samples
+
+KEY = {"Authorization": "Bearer k-9"}
+
+
+def get(server, path, headers=None):
+    conn = http.client.HTTPConnection(*server.server_address[:2], timeout=10)
+    conn.request("GET", path, headers=headers or {})
+    r = conn.getresponse()
+    out = r.status, r.getheader("Content-Type"), r.read().decode()
+    conn.close()
+    return out
+
+
+class TestRoutes(unittest.TestCase):
+    def setUp(self):
+        self.fake = FakeEngine()
+        self.addCleanup(self.fake.stop)
+        self.server = start_shim(self.fake.url, ONEPASS_API_KEY="k-9")
+        self.addCleanup(stop_shim, self.server)
+
+    def test_auth_rule(self):
+        """Both routes take the key like the decision routes: 403 without, 401 wrong."""
+        for path in ("/metrics", "/openapi.json"):
+            self.assertEqual(get(self.server, path)[0], 403, path)
+            self.assertEqual(get(self.server, path, {"Authorization": "Bearer no"})[0], 401)
+            self.assertEqual(get(self.server, path, KEY)[0], 200, path)
+
+    def test_counts_follow_requests(self):
+        def scrape():
+            status, ctype, text = get(self.server, "/metrics", KEY)
+            self.assertEqual((status, ctype), (200, "text/plain; version=0.0.4; charset=utf-8"))
+            return samples(text)
+        before = scrape()
+        ok = call(self.server, body=req({"a": NOUL_Q, "b": SCORE_Q}), headers=KEY)
+        self.assertEqual(ok[0], 200)
+        self.assertEqual(call(self.server, body=req({"a": {"type": "nope"}}), headers=KEY)[0], 422)
+        after = scrape()
+
+        def delta(name):
+            return after.get(name, 0) - before.get(name, 0)
+        self.assertEqual(delta('onepass_requests_total{route="/v1/systemone",status="200"}'), 1)
+        self.assertEqual(delta('onepass_requests_total{route="/v1/systemone",status="422"}'), 1)
+        self.assertEqual(delta('onepass_questions_total{type="noul"}'), 1)
+        self.assertEqual(delta('onepass_questions_total{type="score"}'), 1)
+        self.assertEqual(delta("onepass_input_tokens_total"), ok[2]["usage"]["input_tokens"])
+        self.assertEqual(delta("onepass_engine_reads_total"), 2)
+        self.assertEqual(after['onepass_phase{phase="ready"}'], 1)
+        self.assertEqual(after["onepass_in_flight_requests"], 0)
+
+    def test_route_labels_are_the_routes(self):
+        """Every route has its own label value in the metrics; nothing else does."""
+        self.assertEqual(set(telemetry.ROUTES), set(ROUTES))
+
+    def test_openapi_document(self):
+        status, ctype, text = get(self.server, "/openapi.json", KEY)
+        doc = json.loads(text)
+        self.assertEqual((status, ctype, doc["openapi"]), (200, "application/json", "3.1.0"))
+        self.assertEqual({(m.upper(), p) for p, item in doc["paths"].items() for m in item},
+                         {(m, p) for p, methods in ROUTES.items() for m in methods})
+        self.assertIn("400 questions per request", doc["info"]["description"])
+
+
+class TestFailureCounts(unittest.TestCase):
+    """The counts of what went wrong: 529s by reason, engine errors by kind."""
+
+    def test_warming_529_and_phase(self):
+        from onepass.server import WARMING
+        server = start_shim("http://127.0.0.1:9")
+        self.addCleanup(stop_shim, server)
+        server.service.phase = WARMING
+        before = samples(get(server, "/metrics")[2])  # auth off: anyone may scrape
+        self.assertEqual(call(server, body=req({"a": NOUL_Q}))[0], 529)
+        after = samples(get(server, "/metrics")[2])
+        name = 'onepass_overloaded_total{reason="warming"}'
+        self.assertEqual(after.get(name, 0) - before.get(name, 0), 1)
+        self.assertEqual((after['onepass_phase{phase="warming"}'],
+                          after['onepass_phase{phase="ready"}']), (1, 0))
+
+    def test_engine_errors_by_kind(self):
+        fake = FakeEngine("5xx")
+        self.addCleanup(fake.stop)
+        for url, kind, status in (("http://127.0.0.1:9", "unreachable", 503),
+                                  (fake.url, "failed", 502)):
+            server = start_shim(url)
+            self.addCleanup(stop_shim, server)
+            name = f'onepass_engine_errors_total{{kind="{kind}"}}'
+            before = samples(get(server, "/metrics")[2]).get(name, 0)
+            self.assertEqual(call(server, body=req({"a": NOUL_Q}))[0], status)
+            self.assertGreaterEqual(samples(get(server, "/metrics")[2])[name] - before, 1)
+
+
+if __name__ == "__main__":
+    unittest.main()
