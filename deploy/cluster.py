@@ -59,14 +59,14 @@ class Stack:
         self.url = f"http://127.0.0.1:{port}"
         self.run, self.proc, self.log_dir = 0, None, None
         self.vllm_pid = self.shim_pid = None
-        self.ready, self.lines = threading.Event(), []
+        self.ready, self.lines, self.env = threading.Event(), [], {}  # env: this stack's own
 
     def start(self, env: dict) -> None:
         self.run += 1
         self.log_dir = self.base_dir / f"{self.name}.{self.run}"
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.ready, self.lines, self.vllm_pid, self.shim_pid = threading.Event(), [], None, None
-        env = {**env, "ONEPASS_PORT": str(self.port), "ONEPASS_VLLM_PORT": str(self.vllm_port),
+        env = {**env, **self.env, "ONEPASS_PORT": str(self.port), "ONEPASS_VLLM_PORT": str(self.vllm_port),
                "ONEPASS_LOG_DIR": str(self.log_dir)}
         self.proc = subprocess.Popen(["bash", str(ROOT / "serve.sh")], env=env, cwd=ROOT,
                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -123,12 +123,14 @@ class Cluster:
     """HAProxy on lb_port and one Stack per (shim port, vLLM port) pair."""
 
     def __init__(self, ports: list[tuple[int, int]], lb_port: int, log_dir: Path,
-                 env: dict | None = None):
+                 env: dict | None = None, stack_env: list[dict] | None = None):
         self.log_dir = Path(log_dir)
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.env = dict(os.environ if env is None else env)
         self.stacks = [Stack(f"s{i + 1}", port, vport, self.log_dir)
                        for i, (port, vport) in enumerate(ports)]
+        for stack, extra in zip(self.stacks, stack_env or []):
+            stack.env = dict(extra)
         self.lb_port, self.url = lb_port, f"http://127.0.0.1:{lb_port}"
         self.socket_path = self.log_dir / "haproxy.sock"
         self.haproxy = None

@@ -7,6 +7,8 @@ Usage: python3 deploy/scale.py --servers 2 [--port 8740] [--log-dir logs/scale]
   (one line per request and per server state change) and rendered config are in <log-dir>/.
   Prints `onepass balanced: http://127.0.0.1:<port> (...)` once every stack is warm and in
   the balancer's rotation.
+  --one-gpu-each: stack i gets CUDA_VISIBLE_DEVICES=i-1, one pair per GPU (unmeasured: this
+  machine has no GPU).
   SIGHUP: a rolling restart, one stack at a time, each back in rotation before the next stops.
   SIGTERM or Ctrl-C: the balancer stops taking connections and finishes what it has, then
   every stack drains and stops; each process is stopped by its own PID.
@@ -32,11 +34,15 @@ def main(argv=None) -> int:
     ap.add_argument("--port", type=int, default=8740, help="the balancer's port (default 8740)")
     ap.add_argument("--log-dir", type=Path, default=ROOT / "logs" / "scale")
     ap.add_argument("--ready-timeout-s", type=float, default=900)
+    ap.add_argument("--one-gpu-each", action="store_true",
+                    help="stack i sees only GPU i-1 (CUDA_VISIBLE_DEVICES); never run here")
     args = ap.parse_args(argv)
     if args.servers < 1:
         ap.error("--servers must be at least 1")
     ports = [(args.port + 2 * i + 1, args.port + 2 * i + 2) for i in range(args.servers)]
-    cluster = Cluster(ports, args.port, args.log_dir)
+    gpus = [{"CUDA_VISIBLE_DEVICES": str(i)} for i in range(args.servers)]
+    cluster = Cluster(ports, args.port, args.log_dir,
+                      stack_env=gpus if args.one_gpu_each else None)
     stop, roll = threading.Event(), threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
