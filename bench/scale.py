@@ -140,8 +140,11 @@ def cpu_since(before) -> dict:
     t0, (busy0, all0), procs0 = before
     elapsed, (busy1, all1), procs1 = time.perf_counter() - t0, machine_busy(), proc_times()
     share = {k: round((procs1[k] - procs0[k]) / elapsed, 2) for k in procs1}  # cores used
-    return {"machine_busy": round((busy1 - busy0) / max(1, all1 - all0), 3),
-            "cores_used": share}
+    busy = (busy1 - busy0) / max(1, all1 - all0)
+    # whatever else runs on the machine meanwhile (other users' jobs) is not ours: say so
+    share["others"] = round(max(0.0, busy * os.cpu_count() - sum(share.values())), 2)
+    return {"machine_busy": round(busy, 3), "cores_used": share,
+            "loadavg_1m": os.getloadavg()[0]}
 
 
 def main() -> None:
@@ -200,14 +203,15 @@ def cpu_model() -> str:
 def print_table(report: dict) -> None:
     print(f"\n{report['machine']['cpus']} CPUs ({report['machine']['model']}), "
           f"dtype {report.get('dtype')}")
-    print("| what | requests | req/s | p50 ms | p99 ms | errors | machine busy | cores used |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| what | requests | req/s | p50 ms | p99 ms | errors | machine busy | load 1m | "
+          "cores used |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for r in report["rows"]:
         cpu = r.get("cpu", {})
         used = ", ".join(f"{k} {v}" for k, v in cpu.get("cores_used", {}).items() if v >= 0.01)
         print(f"| {r['what']} | {r.get('requests', r.get('n'))} | {r.get('rps', '')} | "
               f"{r['p50_ms']} | {r['p99_ms']} | {len(r.get('errors', []))} | "
-              f"{cpu.get('machine_busy', '')} | {used} |")
+              f"{cpu.get('machine_busy', '')} | {cpu.get('loadavg_1m', '')} | {used} |")
 
 
 if __name__ == "__main__":
