@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # test.sh: the whole test suite on a fresh machine. Sets up with serve.sh --setup-only, then runs
 # the stdlib tests (the machine's python3 without site-packages, then under coverage) and the
-# live suite, which starts one real vLLM CPU server through serve.sh for the session.
+# live suite, which starts one real vLLM CPU server through serve.sh for the session (and HAProxy
+# in front of two more for the balancer test; installed here as root when missing).
 # The suites, each named once: STDLIB is every test_*.py at the root (test_shim, test_security)
 # and under tests/unit/ (found by discovery: a package per folder); LIVE is tests/live/ and
 # card_tests/ (the docs held to the code and the live server), one pytest session sharing the
@@ -14,6 +15,21 @@ STDLIB=(-m unittest discover --start-directory . --top-level-directory . --patte
 LIVE=(tests/live card_tests)
 echo "test.sh: setup"
 ONEPASS_DEVICE=cpu bash serve.sh --setup-only
+# HAProxy for tests/live/test_balancer_live.py (deploy/): Debian's package, run here as
+# haproxy 2.6.12-1+deb12u3 (bookworm). Installed when missing if we are root with apt-get;
+# otherwise the setup stops here saying so.
+if ! command -v haproxy >/dev/null && [ ! -x /usr/sbin/haproxy ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get install -y -q haproxy || { apt-get update -q && apt-get install -y -q haproxy; } ||
+      { echo "test.sh: error: apt-get install haproxy failed" >&2; exit 10; }
+  else
+    echo "test.sh: error: haproxy is not installed (the balancer test needs it): run" \
+      "apt-get install -y haproxy as root, or put haproxy on PATH" >&2
+    exit 10
+  fi
+fi
+echo "test.sh: $(PATH=$PATH:/usr/sbin haproxy -v | head -n 1)"
 echo "test.sh: stdlib tests with the machine's python3 (no site-packages)"
 python3 -S "${STDLIB[@]}" 2>&1 | tail -n 3
 echo "test.sh: stdlib tests with coverage of onepass/"
