@@ -65,14 +65,20 @@ DIR = re.compile(r"^(?:[\w.-]+/)+$")
 
 
 def repo_paths(doc: str) -> set[str]:
-    """Backticked spans that name a file or folder of the repository (or ../shared)."""
+    """Backticked spans that name a file or folder of the repository (or ../shared): a path
+    whose first folder is one of the repository's, or a bare file name. A path under a folder
+    the repository does not have names another package's file (vLLM's, a harness's)."""
     found = set()
     for span in spans(doc):
         name = span.split()[0] if span.split() else ""
-        if name.startswith(("/", "http", "$", "~", "<", ".venv", "vllm/")) or "*" in name:
-            continue  # routes, links, variables, the installed vLLM's own source
-        if FILE.match(name) or (DIR.match(name) and not name.startswith("v1/")):
-            found.add(name)
+        if name.startswith(("/", "http", "$", "~", "<", ".venv")) or "*" in name:
+            continue  # routes, links, variables
+        if not (FILE.match(name) or (DIR.match(name) and not name.startswith("v1/"))):
+            continue
+        first = name.split("/")[0]
+        if "/" in name.rstrip("/") and first != ".." and not (ROOT / first).exists():
+            continue  # another package's source, named by its own folder
+        found.add(name)
     return found
 
 
@@ -91,8 +97,10 @@ def env_vars(doc: str) -> set[str]:
 
 
 def flags(doc: str) -> set[str]:
-    """The shim's --flags named in backticks (bench scripts' flags are checked by running them)."""
-    return {m for span in spans(doc) for m in re.findall(r"^(--[a-z][a-z0-9-]+)$", span)}
+    """--flags named alone in backticks: the shim's, serve.sh's, vLLM's as serve.sh passes them,
+    or a bench's (runbooks name their harness's own flags: the runbook smokes check those)."""
+    return {m for span in spans(doc) for m in re.findall(r"^(--[a-z][a-z0-9-]+)$", span)
+            if m != "--flag"}
 
 
 def routes(doc: str) -> set[tuple[str, str]]:
@@ -102,4 +110,4 @@ def routes(doc: str) -> set[tuple[str, str]]:
 
 def scripts(doc: str) -> set[str]:
     """bench/ and tools/ Python scripts named anywhere (prose or commands)."""
-    return set(re.findall(r"\b((?:bench|tools)/[\w-]+\.py)\b", doc))
+    return set(re.findall(r"(?<![\w/.])((?:bench|tools)/[\w-]+\.py)\b", doc))

@@ -51,7 +51,8 @@ def test_every_environment_variable_is_read():
 def test_every_named_flag_exists():
     """A backticked --flag is one of the shim's (its --help) or of a script beside it."""
     helped = shim_help()
-    unknown = [(doc, flag) for doc, body in DOCS.items() for flag in claims.flags(body)
+    unknown = [(doc, flag) for doc, body in DOCS.items() if not doc.startswith("docs/runbooks/")
+               for flag in claims.flags(body)
                if not re.search(re.escape(flag) + r"(?![\w-])", helped + SOURCES)]
     assert not unknown, unknown
 
