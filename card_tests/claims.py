@@ -76,7 +76,7 @@ def repo_paths(doc: str) -> set[str]:
         if not (FILE.match(name) or (DIR.match(name) and not name.startswith("v1/"))):
             continue
         first = name.split("/")[0]
-        if "/" in name.rstrip("/") and first != ".." and not (ROOT / first).exists():
+        if ("/" in name) and first != ".." and not (ROOT / first).exists():
             continue  # another package's source, named by its own folder
         found.add(name)
     return found
