@@ -172,3 +172,18 @@ def _number(text: str):
         return float(text.replace("_", ""))
     except ValueError:
         return None
+
+
+def test_every_runbook_smoke_runs_in_the_suite():
+    """Each `bench/runbook_smoke.py NAME` a runbook names is a smoke the script knows, and the
+    live suite runs it (tests/live/test_runbooks_live.py), so a runbook whose smoke fails
+    fails `bash test.sh`."""
+    named = {m for doc, body in DOCS.items() if doc.startswith("docs/runbooks/")
+             for m in re.findall(r"bench/runbook_smoke\.py ([a-z][\w-]+)", body)}
+    assert named, "no runbook names its smoke"
+    helped = subprocess.run([sys.executable, str(ROOT / "bench" / "runbook_smoke.py"), "--help"],
+                            capture_output=True, text=True, check=True).stdout
+    suite = (ROOT / "tests" / "live" / "test_runbooks_live.py").read_text()
+    for name in sorted(named):
+        assert name in helped, name
+        assert f'"{name}"' in suite, name
