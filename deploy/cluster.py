@@ -138,7 +138,7 @@ class Cluster:
     # -- the balancer ----------------------------------------------------------------------
     def start_balancer(self, timeout: float = 15) -> None:
         """HAProxy, then wait until it has checked every server once and found it DOWN: a
-        server HAProxy has not checked yet counts as up, so no stack starts before that."""
+        server HAProxy has not checked yet may count as up, so no stack starts before that."""
         cfg = self.log_dir / "haproxy.cfg"
         cfg.write_text(render([(s.name, s.port) for s in self.stacks]))
         env = {**self.env, "ONEPASS_LB_BIND": f"127.0.0.1:{self.lb_port}",

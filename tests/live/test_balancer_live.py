@@ -5,7 +5,9 @@ on the same two stacks (a module fixture; about 4-5 minutes on a 2-core machine)
     warm up, no client ever sees a shim's 529 "warming", and each shim's access log has no
     request before its "ready:" line;
 (2) a rolling restart (SIGTERM one serve.sh, start it again, wait until the balancer has it
-    back, then the other) under steady traffic loses no request and returns no 5xx;
+    back, then the other) under steady traffic loses no request and returns no 5xx, even with
+    the balancer's checks off for the second one while it drains and stops (every request
+    sent to it then is retried on the other);
 (3) vLLM SIGKILLed on one stack: the balancer has it out of rotation within its check interval
     plus a second, and only requests sent before that may fail, each with a 503.
 The stacks are this file's own; the session's stack is not stopped (no `last` marker)."""
@@ -125,9 +127,26 @@ def test_nothing_reaches_a_warming_server(balanced):
 
 
 def test_rolling_restart_loses_nothing(balanced):
+    """The first stack rolled as production would (its check sees the drain); the second with
+    its checks switched off until it has stopped: the worst case, a balancer that has not
+    noticed, so requests reach the draining shim and then its closed port, and each must be
+    retried on the first stack."""
+    first, second = balanced.stacks
     traffic = Traffic(balanced.url, 3)
     time.sleep(3)
-    codes = balanced.roll(timeout=600)
+    codes = [first.stop()]
+    first.start(balanced.env)
+    first.wait_ready(600)
+    balanced.wait_state(first.name, {"UP"}, 30)
+    blind = time.time()
+    balanced.command(f"disable health onepass/{second.name}")
+    codes.append(second.stop())
+    time.sleep(3)
+    balanced.command(f"enable health onepass/{second.name}")
+    seen = time.time()
+    second.start(balanced.env)
+    second.wait_ready(600)
+    balanced.wait_state(second.name, {"UP"}, 30)
     time.sleep(2)
     results = traffic.finish()
     outcomes = [o for _, _, o, _, _ in results]
@@ -138,9 +157,12 @@ def test_rolling_restart_loses_nothing(balanced):
         assert s.run == 2 and not shim_requests(s.log_dir)[0]
         drained = (s.log_dir.parent / f"{s.name}.1" / "shim.log").read_text()
         assert "draining: no new requests" in drained
-    retried = [r for r in balancer_lines(balanced, results[0][0]) if r["retries"] != "0"]
-    print(f"rolling restart: {len(outcomes)} requests, all 200; {len(retried)} retried by "
-          f"the balancer on another server")
+    retried = [r for r in balancer_lines(balanced, blind) if r["retries"] != "0"
+               and r["at"] < seen]
+    assert retried, "no request reached the stopped stack while the balancer was blind"
+    assert all((r["status"], r["server"]) == (200, first.name) for r in retried), retried
+    print(f"rolling restart: {len(outcomes)} requests, all 200; {len(retried)} retried on "
+          f"{first.name} while the balancer was blind to {second.name}")
 
 
 def test_killed_vllm_leaves_rotation(balanced):
