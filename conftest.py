@@ -9,6 +9,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +41,27 @@ def pytest_collection_modifyitems(session, config, items):
     end, everything else keeps pytest's order."""
     items[:] = ([i for i in items if i.get_closest_marker("last") is None]
                 + [i for i in items if i.get_closest_marker("last") is not None])
+
+
+class Clients:
+    """Client threads calling self.client() until finish(); each appends to self.results.
+    A thread still running after `wait_s` means a request hung (the test fails)."""
+
+    def __init__(self, clients: int, wait_s: float):
+        self.results, self.wait_s, self.stop = [], wait_s, threading.Event()
+        self.threads = [threading.Thread(target=self.client) for _ in range(clients)]
+        for t in self.threads:
+            t.start()
+
+    def client(self):
+        raise NotImplementedError
+
+    def finish(self) -> list:
+        self.stop.set()
+        for t in self.threads:
+            t.join(timeout=self.wait_s)
+        assert not any(t.is_alive() for t in self.threads), "a request hung"
+        return self.results
 
 
 def clean_env() -> dict:

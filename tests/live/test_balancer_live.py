@@ -11,13 +11,14 @@ on the same two stacks (a module fixture; about 4-5 minutes on a 2-core machine)
 (3) vLLM SIGKILLed on one stack: the balancer has it out of rotation within its check interval
     plus a second, and only requests sent before that may fail, each with a 503.
 The stacks are this file's own; the session's stack is not stopped (no `last` marker)."""
+import json
 import re
 import threading
 import time
 from datetime import datetime
 
 import pytest
-from conftest import ROOT, VLLM_TEST_ARGS, clean_env, free_port, request
+from conftest import ROOT, VLLM_TEST_ARGS, Clients, clean_env, free_port, request
 from test_systemone_live import NOUL, body
 
 import sys
@@ -28,17 +29,14 @@ CHECK_INTER_S = 1.0  # deploy/haproxy.cfg: default-server ... inter 1s
 assert "inter 1s" in (ROOT / "deploy" / "haproxy.cfg").read_text()
 
 
-class Traffic:
+class Traffic(Clients):
     """Clients posting one noul each through the balancer, back to back, never retrying
     themselves (so every 5xx the balancer lets through is seen), recording (sent, answered,
     outcome, request id, from the balancer itself)."""
 
     def __init__(self, base: str, clients: int, pause: float = 0.0):
-        self.base, self.pause, self.results = base, pause, []
-        self.stop = threading.Event()
-        self.threads = [threading.Thread(target=self.client) for _ in range(clients)]
-        for t in self.threads:
-            t.start()
+        self.base, self.pause = base, pause
+        super().__init__(clients, wait_s=90)
 
     def client(self):
         while not self.stop.is_set():
@@ -54,21 +52,16 @@ class Traffic:
             self.results.append((sent, time.time(), outcome, rid, own))
             time.sleep(self.pause)
 
-    def finish(self) -> list:
-        self.stop.set()
-        for t in self.threads:
-            t.join(timeout=90)
-        assert not any(t.is_alive() for t in self.threads), "a request hung"
-        return self.results
-
 
 def shim_requests(stack_run_dir) -> tuple[list[str], list[str]]:
     """A shim log's request ids answered before and after its "ready:" line."""
     before, after, ready = [], [], False
     for line in (stack_run_dir / "shim.log").read_text(errors="replace").splitlines():
         ready = ready or " ready: " in line
-        if m := re.search(r" POST /v1/\S+ \d+ \S+ (req_\w+)", line):
-            (after if ready else before).append(m.group(1))
+        if line.startswith("{"):  # the access log's JSON line (onepass/telemetry.py)
+            entry = json.loads(line)
+            if entry["method"] == "POST" and entry["path"].startswith("/v1/"):
+                (after if ready else before).append(entry["request_id"])
     return before, after
 
 

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import (ROOT, free_port, launch_serve, request, serve_stack, start_shim,
+from conftest import (ROOT, Clients, free_port, launch_serve, request, serve_stack, start_shim,
                       wait_health)
 from test_systemone_live import NOUL, body
 
@@ -114,17 +114,14 @@ def test_too_few_single_token_labels_is_422(stack, tmp_path):
         stop(proc)
 
 
-class Load:
+class Load(Clients):
     """Clients posting one noul each, back to back (after a retry-after-ms they wait, as the
     official clients do), recording (start, end, outcome): the status, "refused" (nothing was
     sent: a clean refusal) or "lost: ..." (sent, never answered)."""
 
     def __init__(self, base: str, clients: int, timeout: float = 60):
-        self.base, self.timeout, self.results = base, timeout, []
-        self.stop = threading.Event()
-        self.threads = [threading.Thread(target=self.client) for _ in range(clients)]
-        for t in self.threads:
-            t.start()
+        self.base, self.timeout = base, timeout
+        super().__init__(clients, wait_s=timeout + 5)
 
     def client(self):
         while not self.stop.is_set():
@@ -140,13 +137,6 @@ class Load:
                 outcome = f"lost: {e!r}"
             self.results.append((started, time.monotonic(), outcome))
             time.sleep(pause)
-
-    def finish(self) -> list:
-        self.stop.set()
-        for t in self.threads:
-            t.join(timeout=self.timeout + 5)
-        assert not any(t.is_alive() for t in self.threads), "a request hung"
-        return self.results
 
 
 def test_shim_drains_on_sigterm(stack):
