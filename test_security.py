@@ -456,10 +456,10 @@ class TestDrain(unittest.TestCase):
     retry-after-ms, the requests in flight still get their 200, then the shim exits 0; past
     drain_timeout_s it exits anyway and says so."""
 
-    def start(self, drain_s: str) -> tuple[FakeEngine, ShimProcess]:
+    def start(self, drain_s: str, **env) -> tuple[FakeEngine, ShimProcess]:
         fake = FakeEngine()
         self.addCleanup(fake.stop)
-        shim = ShimProcess(fake.url, {"ONEPASS_DRAIN_TIMEOUT_S": drain_s})
+        shim = ShimProcess(fake.url, {"ONEPASS_DRAIN_TIMEOUT_S": drain_s, **env})
         self.addCleanup(shim.stop)
         shim.wait_ready()
         return fake, shim
@@ -477,9 +477,9 @@ class TestDrain(unittest.TestCase):
         [t.start() for t in threads]
         return threads, results
 
-    def sigterm_in_flight(self, drain_s: str, delay_s: float, n: int):
+    def sigterm_in_flight(self, drain_s: str, delay_s: float, n: int, **env):
         """A shim with n requests in flight to an engine answering in delay_s, then SIGTERM."""
-        fake, shim = self.start(drain_s)
+        fake, shim = self.start(drain_s, **env)
         fake.set_delay(delay_s)
         threads, results = self.in_flight(shim, n)
         time.sleep(0.4)
@@ -501,6 +501,27 @@ class TestDrain(unittest.TestCase):
         self.assertEqual(shim.proc.wait(timeout=10), 0)
         self.assertLess(time.monotonic() - stopped, 3)
         self.assertIn("draining", "".join(shim.log))
+
+    def test_behind_a_balancer_a_draining_shim_closes_new_requests_unanswered(self):
+        """ONEPASS_DRAIN_REFUSAL=close (the shims behind deploy/haproxy.cfg): while draining, a
+        new request's connection is closed without a byte of answer (the balancer retries it
+        elsewhere: no work was done); /health still says draining, the requests in flight
+        still get their 200."""
+        shim, threads, results, _ = self.sigterm_in_flight("10", 1.5, 2,
+                                                           ONEPASS_DRAIN_REFUSAL="close")
+        time.sleep(0.2)
+        [(status, _, body)], _ = exchange(shim.addr, request("GET", "/health"))
+        self.assertEqual((status, json.loads(body)["draining"]), (503, True))
+        with socket.create_connection(shim.addr, timeout=5) as sock:
+            sock.sendall(request("POST", "/v1/systemone", json.dumps(req({"q": NOUL_Q})).encode()))
+            try:
+                got = sock.recv(1024)
+            except ConnectionResetError:
+                got = b""
+        self.assertEqual(got, b"")
+        [t.join() for t in threads]
+        self.assertEqual([[r[0] for r in rs] for rs in results], [[200]] * 2)
+        self.assertEqual(shim.proc.wait(timeout=10), 0)
 
     def test_sigterm_under_load_loses_nothing(self):
         """Eight clients opening a connection per request while the shim drains and exits: each

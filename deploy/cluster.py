@@ -127,6 +127,9 @@ class Cluster:
         self.log_dir = Path(log_dir)
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.env = dict(os.environ if env is None else env)
+        # a draining shim closes new requests unanswered, which HAProxy retries elsewhere
+        # (deploy/haproxy.cfg's retry-on); its 503s are then never retried
+        self.env.setdefault("ONEPASS_DRAIN_REFUSAL", "close")
         self.stacks = [Stack(f"s{i + 1}", port, vport, self.log_dir)
                        for i, (port, vport) in enumerate(ports)]
         for stack, extra in zip(self.stacks, stack_env or []):

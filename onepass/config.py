@@ -53,6 +53,10 @@ SETTINGS = {
                             "a load balancer's idle timeout)"),
     "drain_timeout_s": (float, 30.0, "ONEPASS_DRAIN_TIMEOUT_S",
                         "on SIGTERM, longest wait for the requests in flight before exiting"),
+    "drain_refusal": (str, "503", "ONEPASS_DRAIN_REFUSAL",
+                      "while draining, a new request gets 503 with retry-after-ms (503), or its "
+                      "connection is closed unanswered (close: behind a balancer that retries "
+                      "such a request elsewhere, and only such)"),
     "log_level": (str, "info", "ONEPASS_LOG_LEVEL", "debug, info, warning or error"),
     "image_links": (str, "public", "ONEPASS_IMAGE_LINKS",
                     "image links: public (fetch from public addresses only), off (refuse every "
@@ -63,6 +67,7 @@ SETTINGS = {
                               "longest wait for each connect and read of an image link"),
 }
 IMAGE_LINKS = ("public", "off", "all")
+DRAIN_REFUSALS = ("503", "close")
 SECRET_ENV = "ONEPASS_API_KEY"  # read from the environment only, never from argv or the file
 
 
@@ -102,6 +107,8 @@ def load(argv: list[str] | None = None, environ: dict | None = None) -> Settings
             raise ConfigError(f"{name} must be positive and finite, got {values[name]}")
     if values["image_links"] not in IMAGE_LINKS:
         raise ConfigError(f"image_links must be one of {', '.join(IMAGE_LINKS)}")
+    if values["drain_refusal"] not in DRAIN_REFUSALS:
+        raise ConfigError(f"drain_refusal must be one of {', '.join(DRAIN_REFUSALS)}")
     if values["image_links_http"] not in ("true", "false"):
         raise ConfigError("image_links_http must be true or false")
     if not 0 < values["image_fetch_timeout_s"] <= 60:

@@ -26,7 +26,7 @@ import uuid
 from . import framing
 from .. import telemetry
 from .conn_table import IDLE, READING, WORKING, Conn, Table, fit_descriptors
-from ..errors import MalformedHttp, OnepassError, Overloaded, RequestTimeout
+from ..errors import MalformedHttp, OnepassError, Overloaded, RequestTimeout, ShuttingDown
 from ..server import Raw, Service, render_error
 
 log = logging.getLogger("onepass")
@@ -121,6 +121,11 @@ class Handler(socketserver.BaseRequestHandler):
             method, (path, _, query) = head.method, head.target.partition("?")
             self.closing = not head.keep_alive
             status, doc, extra = self.answer(head, path, query)
+        except Unanswered:
+            self.closing = True
+            access_log.info("%s", telemetry.finish(method, path, printable(path), 0, started, {},
+                                                   request_id))
+            return
         except (MalformedHttp, TimeoutError) as e:  # a broken or late head or body
             err = e if isinstance(e, MalformedHttp) else RequestTimeout(
                 f"the request was not complete within {service.settings.client_timeout_s} s")
@@ -168,6 +173,8 @@ class Handler(socketserver.BaseRequestHandler):
         except OnepassError as e:
             if isinstance(e, MalformedHttp):
                 raise
+            if isinstance(e, ShuttingDown) and service.settings.drain_refusal == "close":
+                raise Unanswered from None  # nothing was done: the balancer retries elsewhere
             return render_error(e, path)
         except Exception as e:
             if reading and isinstance(e, CLIENT_GONE):
@@ -191,6 +198,11 @@ class Handler(socketserver.BaseRequestHandler):
             self.request.sendall(data)
         except OSError:
             self.closing = True  # the client left or stopped reading
+
+
+class Unanswered(Exception):
+    """A request refused while draining with drain_refusal=close: its connection is closed
+    without a response, which a balancer retries on another server (no work was done)."""
 
 
 class Server(socketserver.ThreadingTCPServer):
@@ -241,7 +253,9 @@ class Server(socketserver.ThreadingTCPServer):
                 except OSError:
                     break  # the backlog is empty
                 sock.settimeout(None)
-                if self.verify_request(sock, address):
+                if self.service.settings.drain_refusal == "close":
+                    sock.close()  # unanswered: the balancer retries it elsewhere
+                elif self.verify_request(sock, address):
                     self.process_request(sock, address)
             self.socket.close()
             left = self.drain_until - time.monotonic()  # the drain's bound holds here too
