@@ -96,6 +96,8 @@ class Profile:
     embedded: str | None = None  # the checkpoint serve.sh builds when no model is given
     vllm_args: tuple[str, ...] = ()  # the flags this profile needs from vLLM (serve.sh adds them)
     reasoning: object = None  # reasoning.Settings: how the model thinks first (None: never)
+    head_dtype: str = "float32"  # "model": the lm_head in the served dtype (an opt-out that
+    # needs a measurement in provenance); serve.sh runs it in fp32 otherwise
 
 
 def load_profile(path: str, name: str) -> tuple[str, Profile]:

@@ -6,7 +6,9 @@ would be emulated); on CPUs with it, bf16 only if torch's matmuls in bf16 measur
 BF16_MARGIN x their fp32 rate here and now (about 2 s). The flag alone does not decide: on the
 reporter's AVX-512 EPYC bf16 was 1.6-2.2x faster, on this project's avx512_bf16 Xeon it was slower
 than fp32 (docs/measured.md, bench/engine_options.sh). Without torch (python3 outside the venv)
-the flag decides. ONEPASS_DTYPE (serve.sh) overrides `auto`. Standard library, torch if present.
+the flag decides. bf16 also needs vLLM's bf16 GEMM to be row-invariant here (the same bits for a
+row whatever the batch), else answers would move with load. ONEPASS_DTYPE (serve.sh) overrides
+`auto`. Standard library, torch if present.
 """
 import sys
 
@@ -45,9 +47,10 @@ def cpu_flags(cpuinfo: str) -> set[str]:
     return flags
 
 
-def choose(requested: str, flags: set[str], measure=None) -> tuple[str, str]:
+def choose(requested: str, flags: set[str], measure=None, invariant=None) -> tuple[str, str]:
     """(dtype, reason). `measure()`: FLOP/s per dtype, or None where they cannot be measured
-    (default measured_rates); called only where the flags leave the choice open."""
+    (default measured_rates); called only where the flags leave the choice open. `invariant()`:
+    whether vLLM's bf16 GEMM is row-invariant here (default bf16_rows_invariant)."""
     if requested in DTYPES:
         return requested, f"ONEPASS_DTYPE={requested}"
     if requested != "auto":
@@ -61,8 +64,31 @@ def choose(requested: str, flags: set[str], measure=None) -> tuple[str, str]:
     bf16, fp32 = rates["bfloat16"] / 1e9, rates["float32"] / 1e9
     measured = f"matmuls {bf16:.0f} GFLOP/s in bf16, {fp32:.0f} in fp32"
     if bf16 >= BF16_MARGIN * fp32:
-        return "bfloat16", f"native bf16 ({native}) and faster here: {measured}"
+        if not (invariant or bf16_rows_invariant)():
+            return "float32", (f"native bf16 ({native}) and faster here ({measured}), but "
+                               "vLLM's bf16 GEMM gives a row other bits when the batch has "
+                               "more rows: answers would move with load")
+        return "bfloat16", f"native bf16 ({native}), faster here and row-invariant: {measured}"
     return "float32", f"native bf16 ({native}) but not {BF16_MARGIN}x faster here: {measured}"
+
+
+def bf16_rows_invariant(rows=(1, 7, 64, 300)) -> bool:
+    """Whether the GEMM vLLM's CPU build uses for bf16 (oneDNN where it can build one, else
+    torch's linear, as on AVX2) gives row 0 the same bits whatever the number of rows: the
+    condition for answers that do not move with what shares an engine step (in fp32 oneDNN
+    was measured invariant; docs/determinism.md)."""
+    import torch
+    torch.manual_seed(0)
+    w = torch.randn(1536, 576, dtype=torch.bfloat16)
+    x = torch.randn(max(rows), 576, dtype=torch.bfloat16)
+    try:
+        from vllm import _custom_ops as ops
+        handler = ops.create_onednn_mm(w.t(), 32)
+        linear = lambda a: ops.onednn_mm(handler, a, None)  # noqa: E731
+    except (ImportError, RuntimeError, AttributeError):
+        linear = lambda a: torch.nn.functional.linear(a, w)  # noqa: E731
+    first = linear(x[:1])[0]
+    return all(torch.equal(linear(x[:m])[0], first) for m in rows)
 
 
 def measured_rates() -> dict | None:

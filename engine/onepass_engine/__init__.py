@@ -1,7 +1,8 @@
 """onepass engine: per-request two-way (bidirectional) prefill for vLLM 0.32.0, as a general plugin.
 
-Owns: the entry point vLLM calls (`register`, group `vllm.general_plugins`, name `onepass_two_way`)
-in every process that loads plugins; `VLLM_PLUGINS` chooses whether it loads at all.
+Owns: the entry points vLLM calls (group `vllm.general_plugins`: `onepass_two_way` = `register`,
+`onepass_batch_invariant` = `register_batch_invariant`) in every process that loads plugins;
+`VLLM_PLUGINS` chooses which load.
 Never: edits vLLM's files. Each hook wraps one vLLM callable and hands requests without the flag
 to the original untouched, so they run exactly as on stock vLLM.
 """
@@ -18,3 +19,11 @@ def register() -> None:
     from . import contract, hooks
     contract.check()
     hooks.install()
+
+
+def register_batch_invariant() -> None:
+    """The second entry point (`onepass_batch_invariant`): CPU attention computed per query
+    token, so an answer does not depend on what shares its engine step (invariant.py)."""
+    from . import contract, hooks
+    contract.check()
+    hooks.install(hooks.INVARIANT_HOOKS)

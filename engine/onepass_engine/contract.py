@@ -48,6 +48,8 @@ SIGNATURES = {
     ("vllm.v1.worker.gpu.cudagraph_utils", "CudaGraphManager", "dispatch"):
         "(self, num_reqs, num_tokens, uniform_token_count, num_active_loras, "
         "max_query_len=None, num_ubatches=1)",
+    ("vllm.v1.attention.backends.cpu_attn", "CPUAttentionMetadataBuilder", "build"):
+        "(self, common_prefix_len, common_attn_metadata, fast_build=False)",
 }
 
 # Dataclass fields the hooks read or write.
@@ -59,6 +61,9 @@ FIELDS = {
     ("vllm.v1.worker.gpu.input_batch", "InputBatch"):
         ("req_ids", "num_reqs", "num_reqs_after_padding"),
     ("vllm.v1.worker.gpu.cudagraph_utils", "BatchExecutionDescriptor"): ("cg_mode",),
+    ("vllm.v1.attention.backends.cpu_attn", "CPUAttentionMetadata"):
+        ("num_actual_tokens", "max_query_len", "query_start_loc", "max_seq_len", "seq_lens",
+         "block_table", "scheduler_metadata", "causal", "dynamic_causal"),
 }
 SAMPLING_FIELDS = ("extra_args", "max_tokens", "min_tokens", "skip_reading_prefix_cache")
 
@@ -78,11 +83,11 @@ def problems() -> list[str]:
     from vllm import __version__
     from vllm.sampling_params import SamplingParams
 
-    from .hooks import HOOKS, target
+    from .hooks import HOOKS, INVARIANT_HOOKS, target
     found = []
     if __version__ != VLLM_VERSION:
         found.append(f"vLLM is {__version__}; this plugin was written for {VLLM_VERSION}")
-    for module, cls, attr, _ in HOOKS:
+    for module, cls, attr, _ in HOOKS + INVARIANT_HOOKS:
         key = (module, cls, attr)
         try:
             _, fn = target(module, cls, attr)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import importlib
 
-from . import admission, rows
+from . import admission, invariant, rows
 
 MARK = "__onepass_original__"
 
@@ -41,6 +41,14 @@ HOOKS = (
 )
 
 
+# Installed by the second entry point (onepass_batch_invariant) only: it changes how unflagged
+# rows compute, so the two-way plugin alone keeps them bit-identical to stock vLLM.
+INVARIANT_HOOKS = (
+    ("vllm.v1.attention.backends.cpu_attn", "CPUAttentionMetadataBuilder", "build",
+     invariant.wrap_cpu_build),
+)
+
+
 def target(module: str, cls: str, attr: str):
     """The class and the original (unwrapped) function behind one hook."""
     owner = getattr(importlib.import_module(module), cls)
@@ -48,8 +56,8 @@ def target(module: str, cls: str, attr: str):
     return owner, getattr(current, MARK, current)
 
 
-def install() -> None:
-    for module, cls, attr, make in HOOKS:
+def install(hooks=HOOKS) -> None:
+    for module, cls, attr, make in hooks:
         owner, original = target(module, cls, attr)
         if getattr(owner.__dict__[attr], MARK, None) is not None:
             continue  # vLLM may call register() more than once in a process

@@ -1,8 +1,9 @@
 """Start-up guard: prove that vLLM serves what the profile describes before any answer.
 
 Owns: the checks run once at start-up (served model name, tokenizer contract, chat template
-equivalence, single-token labels at the answer slot, whether two-way reading is live and matches
-the profile's reference answers) and the verified LabelSet they yield.
+equivalence, single-token labels at the answer slot, label log-probs at full precision, whether
+two-way reading is live and matches the profile's reference answers) and the verified LabelSet
+they yield.
 Never: answers requests; a failed check is final until restart (GuardFailed with the reason).
 In: an Engine and the Profile. Out: a LabelSet.
 """
@@ -13,7 +14,7 @@ import logging
 from pathlib import Path
 
 from .. import kinds
-from ..decision import CAUSAL, NOUL, TWO_WAY, Decision, Option, Question
+from ..decision import CAUSAL, CHOICE, NOUL, TWO_WAY, Decision, Option, Question
 from .engine import Engine
 from ..prompt.layout import LabelSet, layout, wrap_chat
 from ..profile import Profile
@@ -142,6 +143,42 @@ def two_way_live(engine: Engine, profile: Profile, labels: LabelSet) -> bool:
     return live
 
 
+HALF_GRID = 2.0 ** -11  # bf16 and fp16 logits of magnitude >= 0.5 are multiples of this
+GRID_SLACK = 2e-5  # nats: fp32 log-softmax rounding around an exact difference of logits
+PRECISION_PROBES = ("The parcel arrived two days late and the box was torn.",
+                    "Order 1182: three chairs, one table, delivery on Friday.",
+                    "The patient reports a mild headache since this morning.")
+
+
+def on_half_grid(logprobs) -> bool:
+    """Whether every difference between these label log-probs is a multiple of HALF_GRID: the
+    mark of logits computed in bf16/fp16 (a difference of fp32 logits lands there by chance
+    with probability ~0.04, so a dozen differences all on it do not happen by chance)."""
+    first = logprobs[0]
+    return all(abs(d - round(d / HALF_GRID) * HALF_GRID) <= GRID_SLACK
+               for d in (v - first for v in logprobs[1:]))
+
+
+def check_full_precision(engine: Engine, profile: Profile, labels: LabelSet) -> None:
+    """Label log-probs must come from fp32 logits (serve.sh runs the lm_head in fp32 wherever
+    the model is served in bf16/fp16): read a few prompts' choice labels and refuse to serve
+    when every difference lies on the half-precision grid. A profile with head_dtype "model"
+    has opted out with a measurement; it is not checked."""
+    if profile.head_dtype == "model":
+        return
+    options = tuple(Option(k, None) for k in ("red", "green", "blue", "black", "white"))
+    question = Question(CHOICE, "Which colour fits the record best?", options)
+    reads = [layout(Decision("probe", state, (question,)), profile, labels)[0]
+             for state in PRECISION_PROBES]
+    results = engine.map(engine.read, reads)
+    if all(on_half_grid(r.label_logprobs) for r in results):
+        raise GuardFailed("label log-probs lie on the bf16/fp16 grid (every difference a "
+                          f"multiple of 2^-11 nat over {len(results)} probes): the lm_head runs "
+                          "in half precision. Serve with --hf-overrides "
+                          "'{\"head_dtype\": \"float32\"}' (serve.sh does), or set the "
+                          "profile's head_dtype to \"model\" with a measurement")
+
+
 def run_guard(engine: Engine, profile: Profile, root: Path) -> tuple[LabelSet, int]:
     """The verified labels and the context length to fit prompts into."""
     max_len = check_served_model(engine, profile)
@@ -151,4 +188,6 @@ def run_guard(engine: Engine, profile: Profile, root: Path) -> tuple[LabelSet, i
         log.warning("profile has no tokenizer contract yet: write one with "
                     "tools/tokenizer_contract.py; tokenizer drift is not checked")
     check_chat_template(engine, profile)
-    return verified_labels(engine, profile), max_len
+    labels = verified_labels(engine, profile)
+    check_full_precision(engine, profile, labels)
+    return labels, max_len
