@@ -158,6 +158,23 @@ class TestEdge(unittest.TestCase):
         self.assertIn("nested too deeply", doc["detail"][0]["msg"])
 
 
+    def test_head_on_every_get_route(self):
+        """server: HEAD is answered wherever GET is (RFC 9110): the GET's status and headers,
+        Content-Length included, and no body; a POST route's Allow does not list it."""
+        for path in ("/health", "/health?live=1", "/v1/models", "/metrics", "/openapi.json"):
+            got = self.raw(request("HEAD", path, headers={**self.auth, "Connection": "close"}))
+            head, _, rest = got.partition(b"\r\n\r\n")
+            status_line, *fields = head.decode("latin-1").split("\r\n")
+            self.assertIn(" 200 ", status_line, path)
+            length = {k.lower(): v.strip() for k, _, v in (f.partition(":") for f in fields)}
+            self.assertGreater(int(length["content-length"]), 0, path)
+            self.assertEqual(rest, b"", path)
+        got = self.raw(request("HEAD", "/v1/systemone", headers={**self.auth,
+                                                                 "Connection": "close"}))
+        self.assertIn(b" 405 ", got.split(b"\r\n")[0])
+        self.assertIn(b"\r\nAllow: POST\r\n", got)
+        self.assertTrue(got.endswith(b"\r\n\r\n"))  # no body after a HEAD's head
+
     def test_decisions_route_errors_in_openai_shape(self):
         """server: /v1/decisions answers every edge error in OpenAI's envelope: a missing or
         wrong key 401 invalid_api_key, a bomb 413, bad JSON 400, a wrong method 405, and its
