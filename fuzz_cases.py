@@ -153,6 +153,58 @@ def cases(seed: int, n: int):
         yield request(method, path, data, headers)
 
 
+# -- every kwargs path with hostile scalars -----------------------------------------------
+# Each path of a kwargs with every field the shim reads gets each hostile value, and each
+# object key on the way is renamed to a hostile key: a 4xx or a 200, never a 5xx.
+KWARGS = {"attention_mode": "causal",
+          "layout": {"guard_line": True, "question_first": False, "repeat": 1, "orders": 1,
+                     "orders_as_reads": False, "shrink": 0.0, "compact_json": True,
+                     "state_selection": "bm25"},
+          "calibration": {"temperature": {"noul": 1.0, "choice": 1.0, "score": 1.0,
+                                          "image": 1.0},
+                          "noul_floor": 0, "reread_below": 0,
+                          "label_prior": {"noul": {"2": [0.1, 0]}, "choice": {"2": [0, 0.1]}},
+                          "number_confidence": {"a": 1, "b": 0}},
+          "reasoning": {"mode": "off", "budget_ms": 1000, "trace": False},
+          "box": {"mode": "generate"}}
+# JSON text: non-ASCII digits (superscript, Arabic-Indic, fullwidth), integers of 400 and
+# 4,301 digits (past int()'s limit), beyond a float, NaN and Infinity, nested and odd types
+HOSTILE = ['"\\u00b2"', '"\\u0662"', '"\\uff12"', '"' + "9" * 4301 + '"', "1" + "0" * 400,
+           "9" * 4301, "-1e308", "1e400", "NaN", "-Infinity", "[[[[]]]]",
+           '{"a": {"b": [1, {}]}}', "true", "null", '""', "-0", "[1e308, -1e308]"]
+HOSTILE_KEYS = ["\u00b2", "\u0662", "\uff12", "9" * 4301, "", "\ud800x", "__class__"]
+
+
+def kwargs_cases() -> list[tuple[str, bytes]]:
+    """(route, body) for every kwargs path x hostile value and key, on both APIs in turn."""
+    out, n = [], 0
+    for path in list(paths(KWARGS))[1:]:
+        for value in HOSTILE:
+            out.append(_kwargs_body(n, path, lambda parent, key: parent.__setitem__(
+                key, "__hostile__"), value))
+            n += 1
+        for key in HOSTILE_KEYS if isinstance(path[-1], str) else ():
+            out.append(_kwargs_body(n, path, lambda parent, k, new=key: parent.__setitem__(
+                new, parent.pop(k)), None))
+            n += 1
+    return out
+
+
+def _kwargs_body(n: int, path: tuple, change, raw) -> tuple[str, bytes]:
+    kwargs = copy.deepcopy(KWARGS)
+    *parent_path, key = path
+    parent = kwargs
+    for step in parent_path:
+        parent = parent[step]
+    change(parent, key)
+    route = ("/v1/systemone", "/v1/decisions")[n % 2]
+    body = {**ROUTES[route], "kwargs": kwargs}
+    text = json.dumps(body)
+    if raw is not None:
+        text = text.replace('"__hostile__"', raw)
+    return route, text.encode()
+
+
 # -- the framing corpus ----------------------------------------------------------------
 def post(body: bytes, *fields: str) -> bytes:
     """A POST head with the given raw header lines (framing under test), then body bytes."""

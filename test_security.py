@@ -440,6 +440,37 @@ class TestBadInput(unittest.TestCase):
                 self.assertEqual(status, want, doc)
                 self.assertEqual(set(doc), {"detail"} if "systemone" in path else {"error"})
 
+    def test_every_kwargs_path_with_hostile_scalars(self):
+        """pipeline + profile: each kwargs path of both APIs given a non-ASCII digit (as an
+        option count key too: str.isdigit takes it, int() does not), integers of 400 and 4,301
+        digits, numbers beyond a float, NaN, nested and odd types: every one a complete 4xx or
+        200 in the route's shape, never a 5xx, and nothing of them in the log."""
+        cases = fuzz_cases.kwargs_cases()
+        with self.assertLogs("onepass", logging.INFO) as logs:
+            for route, body in cases:
+                status, doc = self.send(route, body)
+                self.assertLess(status, 500, (route, body[:300], doc))
+                if status != 200:
+                    self.assertEqual(set(doc), {"detail"} if "systemone" in route
+                                     else {"error"})
+        self.assertGreater(len(cases), 500)
+        self.assertFalse(any("\u00b2" in line or "9999999999" in line for line in logs.output))
+
+    def test_a_bug_logs_no_request_content(self):
+        """connections: an unexpected exception is a generic 500 whose log names its type and
+        frames, never its message (which may quote the body)."""
+        def broken(raw, headers, api):
+            raise ValueError(f"invalid literal: {raw!r}")
+        self.server.service.pipeline.decide, saved = broken, self.server.service.pipeline.decide
+        self.addCleanup(setattr, self.server.service.pipeline, "decide", saved)
+        with self.assertLogs("onepass", logging.INFO) as logs:
+            status, doc = self.send("/v1/systemone", systemone(state="PRIVATE-STATE"))
+        self.assertEqual(status, 500)
+        self.assertEqual(doc["detail"]["error_type"], "internal_error")
+        text = "\n".join(logs.output)
+        self.assertIn("ValueError", text)
+        self.assertNotIn("PRIVATE", text)
+
     def test_odd_values_are_echoed_whole(self):
         """A state holding {"type": []}, a level holding a 400-digit integer and question ids
         with control characters, RTL marks and emoji: answered, echoed as sent."""

@@ -25,6 +25,8 @@ from .profile import MAX_REPEAT, Calibration, ConfigError, check_calibration, ch
 from .prompt import fitting
 from .prompt.layout import techniques
 
+MAX_SAID = 400  # characters of a refused override's message (it quotes the values sent)
+
 
 class Pipeline:
     """The request path for either API, with what start-up learnt about the engine."""
@@ -115,8 +117,9 @@ class Pipeline:
             if "layout" in overrides:
                 layout = replace(self.profile.layout, **overrides["layout"])
                 check_layout(layout, "kwargs.layout")
-        except (TypeError, ConfigError) as e:
-            raise InvalidRequest([Problem(("kwargs", "layout"), str(e), "value_error")]) from None
+        except (TypeError, ValueError, ConfigError) as e:
+            raise InvalidRequest([Problem(("kwargs", "layout"), _said(e), "value_error")]) \
+                from None
         try:
             if "calibration" in overrides:
                 given = dict(overrides["calibration"])
@@ -128,8 +131,8 @@ class Pipeline:
                     raise TypeError("temperature must be an object of kind -> T")
                 calibration = replace(base, temperature={**base.temperature, **temps}, **given)
                 check_calibration(calibration, "kwargs.calibration")
-        except (TypeError, ConfigError) as e:
-            raise InvalidRequest([Problem(("kwargs", "calibration"), str(e),
+        except (TypeError, ValueError, ConfigError) as e:
+            raise InvalidRequest([Problem(("kwargs", "calibration"), _said(e),
                                           "value_error")]) from None
         return layout, calibration
 
@@ -215,6 +218,12 @@ class Pipeline:
                     raise
                 self.two_way_budget = e.budget_tokens
         raise AssertionError("unreachable: the second round re-raises")
+
+
+def _said(error: Exception) -> str:
+    """A refused override's message, cut: it may quote the values as sent, of any size."""
+    text = str(error)
+    return text if len(text) <= MAX_SAID else text[:MAX_SAID] + " ..."
 
 
 def offline(api, body, *, layout=None, image_policy=None, max_questions: int = 400):

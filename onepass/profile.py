@@ -244,9 +244,12 @@ def check_calibration(c: Calibration, where: str) -> None:
 
 
 def _prior_ok(n, values) -> bool:
-    return (isinstance(n, str) and n.isdigit() and isinstance(values, list)
-            and len(values) == int(n) and all(_number(b) and abs(b) <= MAX_PRIOR_NATS
-                                              for b in values))
+    """An option count written in ASCII digits (str.isdigit also takes "²" and "١", which
+    int() refuses or reads as another count) of at most 3 (a choice has at most 255 options:
+    int() of a 4,301-digit string raises), and that many bounded numbers."""
+    return (isinstance(n, str) and n.isascii() and n.isdigit() and len(n) <= 3
+            and isinstance(values, list) and len(values) == int(n)
+            and all(_number(b) and abs(b) <= MAX_PRIOR_NATS for b in values))
 
 
 def _number(value) -> bool:

@@ -100,8 +100,7 @@ def _fetch(url: str, rules: Rules) -> tuple[bytes, str]:
             kind = (response.getheader("Content-Type") or "").split(";")[0].strip().lower()
             if not kind.startswith("image/"):
                 raise FetchRefused(f"the link's content type is {kind or 'missing'}, not image/*")
-            declared = response.getheader("Content-Length")
-            if declared and declared.isdigit() and int(declared) > rules.max_bytes:
+            if _declared_over(response.getheader("Content-Length") or "", rules.max_bytes):
                 raise FetchRefused(f"the image is larger than {rules.max_bytes} bytes")
             return _read(response, rules.max_bytes, deadline), kind
         except (OSError, http.client.HTTPException) as e:
@@ -109,6 +108,14 @@ def _fetch(url: str, rules: Rules) -> tuple[bytes, str]:
         finally:
             conn.close()
     raise FetchRefused(f"more than {MAX_REDIRECTS} redirects")
+
+
+def _declared_over(declared: str, max_bytes: int) -> bool:
+    """A Content-Length over the cap; only ASCII digits are read (str.isdigit takes "²", which
+    int() refuses), and never more than 18 of them (int() refuses 4,301)."""
+    digits = declared.strip().lstrip("0")
+    return (declared.strip().isascii() and declared.strip().isdigit()
+            and (len(digits) > 18 or int(digits or "0") > max_bytes))
 
 
 def _read(response, max_bytes: int, deadline: float) -> bytes:
