@@ -82,7 +82,7 @@ def _question(q, loc, check: Checker, max_choices: int, images: Collector):
         check.add(loc + ("type",), "question type must be "
                   f"{kinds.spoken(kinds.by_api('decisions'), 'or')}", "invalid_value")
         return None
-    before = len(check.problems)
+    before = check.found
     for extra in sorted(set(q) - unit.decisions_keys):
         check.add(loc + (extra,), f"Unknown parameter: '{extra}'.", "unknown_parameter")
     name = q.get("name")
@@ -94,7 +94,7 @@ def _question(q, loc, check: Checker, max_choices: int, images: Collector):
     instructions = content_text(q.get("instructions"), loc + ("instructions",), check,
                                 QUESTION_PARTS, images) if "instructions" in q else None
     values, options = unit.decisions_options(q, loc, check, max_choices)
-    if len(check.problems) > before:
+    if check.found > before:
         return None
     return name, values, Question(unit.name, instructions, tuple(options))
 

@@ -122,12 +122,12 @@ def _question(q, loc, check, limits: Limits, kwargs):
     loc = loc + (kind,)
     for extra in sorted(set(q) - unit.systemone_keys):
         check.add(loc + (extra,), f"unknown field {extra!r} in a {kind} question", "extra_forbidden")
-    before = len(check.problems)
+    before = check.found
     instructions = check.text(q.get("instructions"), loc + ("instructions",))
     options = unit.systemone_options(q.get("criteria"), loc + ("criteria",), check,
                                      limits.max_choice_options, instructions)
     extras = unit.systemone_extras(q, loc, check, kwargs)
-    if len(check.problems) > before:
+    if check.found > before:
         return None
     return Question(kind=unit.name, instructions=instructions, options=tuple(options), **extras)
 

@@ -25,7 +25,7 @@ DECISION_ERRORS = {
     "408": "the request was not sent within the client timeout",
     "413": "a body over the size limit, or a state too large to cut",
     "415": "an unsupported Content-Type or Content-Encoding",
-    "422": "a validation error: every problem listed",
+    "422": "a validation error: every problem listed, up to 100, then a count of the rest",
     "502": "vLLM failing",
     "503": "vLLM unreachable or too slow; a failed start-up check; draining after SIGTERM",
     "529": "warming up, or the in-flight or connection limit",
