@@ -62,7 +62,9 @@ class Pipeline:
                       max_questions=self.settings.max_questions,
                       max_box_questions=self.settings.max_box_questions,
                       max_number_questions=self.settings.max_number_questions,
-                      box_refusal=self.box_refusal(), number_refusal=self.number_refusal())
+                      box_refusal=self.box_refusal(), number_refusal=self.number_refusal(),
+                      max_images=self.profile.vision.max_images if self.profile.vision else 0,
+                      model=self.profile.model_name)
 
     def box_refusal(self) -> str | None:
         """Why this server refuses box questions (a 422 at the question), or None."""

@@ -45,7 +45,7 @@ def parse(body, files: dict | None, limits: Limits) -> Request:
     model = body.get("model")
     if "model" in body and not isinstance(model, str):
         check.add(("model",), "model must be a string", "invalid_type")
-    images = Collector(check)
+    images = Collector(check, limits.max_images, limits.model)
     state = input_state(body.get("input"), check, images) if "input" in body else None
     names, values, questions = [], [], []
     raw = body.get("questions")

@@ -45,7 +45,7 @@ def parse(body, files: dict | None, limits: Limits) -> Request:
     state = body.get("state")
     if "state" in body and not isinstance(state, (str, dict, list)):
         check.add(("state",), "state must be text, an object or an array", "string_type")
-    collector = Collector(check)
+    collector = Collector(check, limits.max_images, limits.model)
     if "images" in body:
         collector.listed(body["images"])
     state = collector.in_state(state)
