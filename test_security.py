@@ -495,7 +495,8 @@ class TestBadInput(unittest.TestCase):
                          kwargs={"layout": {"orders": 4, "orders_as_reads": True}})
         status, doc = self.send("/v1/systemone", body)
         self.assertEqual(status, 422)
-        self.assertIn("needs 1200 reads of the model; this server makes at most 800",
+        self.assertIn("needs up to 1200 calls of the model (1200 reads, 0 thoughts, 0 reads "
+                      "after them, 0 generations); this server makes at most 800",
                       doc["detail"][0]["msg"])
 
 

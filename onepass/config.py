@@ -32,7 +32,9 @@ SETTINGS = {
     "max_questions": (int, 400, "ONEPASS_MAX_QUESTIONS", "most questions in one request"),
     "max_in_flight": (int, 64, "ONEPASS_MAX_IN_FLIGHT",
                       "requests answered at once; more get 529 with retry-after-ms"),
-    "max_reads": (int, 800, "ONEPASS_MAX_READS", "vLLM reads one request may need (more: 422)"),
+    "max_reads": (int, 800, "ONEPASS_MAX_READS",
+                  "calls of vLLM one request may need, every step counted: reads, box edges, "
+                  "thoughts, the reads after them, generations (more: 422 before the first)"),
     "max_box_questions": (int, 4, "ONEPASS_MAX_BOX_QUESTIONS",
                           "box questions in one request (each costs a generation; more: 422)"),
     "box_max_tokens": (int, 48, "ONEPASS_BOX_MAX_TOKENS", "generation tokens per box question"),

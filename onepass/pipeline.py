@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from . import kinds, parts, readout, think
+from . import kinds, parts, readout, think, work
 from .api import Limits
 from .api.checks import MAX_LEVELS, MAX_OPTIONS
 from .decision import BOX, CAUSAL, TWO_WAY, Decision, Outcome
@@ -158,9 +158,13 @@ class Pipeline:
         would alone, so every form of a request answers the same."""
         thinking = decision.reasoning is not None and decision.reasoning.mode != "off"
         if not thinking and all(kinds.get(q.kind).reads for q in decision.questions):
-            return self.answer_reads(decision)
+            budget = work.Budget(self.settings.max_reads, work.plan(decision, decision,
+                                                                    self.profile))
+            return self.answer_reads(decision, budget=budget)
         s = parts.split(decision, min(MAX_LEVELS, len(self.labels.score)))
-        outcome = (self.answer_reads(s.reads, parts.internal(s)) if s.reads.questions
+        budget = work.Budget(self.settings.max_reads, work.plan(decision, s.reads,
+                                                                self.profile))
+        outcome = (self.answer_reads(s.reads, parts.internal(s), budget) if s.reads.questions
                    else readout.outcome(s.reads, [], []))
         starts, spent = {}, None
         if thinking:  # step: think
@@ -170,23 +174,24 @@ class Pipeline:
                              self.profile)
         return replace(outcome, reasoning=spent)
 
-    def answer_reads(self, decision: Decision, fixed=frozenset()) -> Outcome:
+    def answer_reads(self, decision: Decision, fixed=frozenset(), budget=None) -> Outcome:
         """Fit and read every question, turn the reads into probabilities; then read uncertain
         questions of kinds that re-read (save those in `fixed`) a second time with the request
-        written twice, blended 2:1 (first:second)."""
+        written twice, blended 2:1 (first:second), when the request's budget has the calls to
+        spare (the reads are in its plan; None: nothing spare)."""
         calibration, opts = self.calibration(decision), techniques(decision, self.profile)
-        reads, selections, results = self.read(decision, self.settings.max_reads)
+        reads, selections, results = self.read(decision)
         probs = readout.probabilities(decision, reads, results,  # step: readout
                                       calibration, opts.shrink)
         unsure = [i for i, (q, p) in enumerate(zip(decision.questions, probs))
                   if kinds.get(q.kind).rereads and i not in fixed
                   and max(p) < calibration.reread_below]
         rereads = 0
-        if unsure:  # step: reread
-            again = replace(decision, questions=tuple(decision.questions[i] for i in unsure),
-                            layout=replace(opts, repeat=min(MAX_REPEAT, 2 * opts.repeat)))
-            try:
-                more_reads, _, more = self.read(again, self.settings.max_reads - len(reads))
+        again = replace(decision, questions=tuple(decision.questions[i] for i in unsure),
+                        layout=replace(opts, repeat=min(MAX_REPEAT, 2 * opts.repeat)))
+        if unsure and budget and budget.take_spare(fitting.num_reads(again, self.profile)):
+            try:  # step: reread
+                more_reads, _, more = self.read(again)
             except InvalidRequest:  # it cannot fit, or more reads than allowed: the first stands
                 return readout.outcome(decision, probs, results, 0, calibration.reread_below,
                                        reads, selections)
@@ -197,16 +202,11 @@ class Pipeline:
         return readout.outcome(decision, probs, results, rereads, calibration.reread_below,
                                reads, selections)
 
-    def read(self, decision: Decision, max_reads: int):
+    def read(self, decision: Decision):
         """(reads, selections, results): every question fitted into the context, then read. A
         two-way read the plugin refuses for its one-step budget (its typed refusal, OverBudget)
-        teaches the shim that budget; the question is then fitted to it and read again. More
-        than max_reads reads is a 422."""
-        needed = fitting.num_reads(decision, self.profile)
-        if needed > max_reads:
-            raise InvalidRequest([Problem(("questions",), f"this request needs {needed} reads of "
-                                          f"the model; this server makes at most "
-                                          f"{self.settings.max_reads} per request", "too_long")])
+        teaches the shim that budget; the question is then fitted to it and read again. The
+        calls are in the request's work budget (work.py), checked before the first."""
         for _ in range(2):
             budget = self.max_len - 1  # the one token to read follows the prompt
             if decision.attention_mode == TWO_WAY and self.two_way_budget:

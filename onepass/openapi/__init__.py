@@ -97,7 +97,8 @@ def document(settings) -> dict:
         "info": {"title": "onepass", "version": "1",
                  "description": "Typed decisions from one forward pass on vLLM: TypeSafe's System "
                  f"One and OpenAI's Decisions APIs. Limits: {nq} questions per request, "
-                 f"{settings.max_reads} reads of the model, 2 to {no} options per choice, 2 to "
+                 f"{settings.max_reads} calls of the model (every step counted), 2 to {no} options "
+                 "per choice, 2 to "
                  f"10 levels per score, {settings.max_body_bytes} bytes per body "
                  f"({settings.max_decoded_bytes} decoded), {settings.max_box_questions} box "
                  "questions (docs/http-edge.md#limits)."},
