@@ -59,6 +59,7 @@ class Service:
         self.engine = Engine(settings.vllm, self.profile.served_model_name,
                              timeout_s=settings.engine_timeout_s,
                              num_connections=settings.engine_connections,
+                             max_bytes_in_flight=settings.engine_bytes_in_flight,
                              image_slot=vision.placeholder if vision else None)
         links = None if settings.image_links == "off" else fetch.Rules(
             allow_http=settings.image_links_http == "true",

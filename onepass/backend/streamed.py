@@ -13,6 +13,7 @@ import json
 import socket
 import time
 
+from . import wire
 from .. import telemetry
 from ..errors import EngineFailed, EngineUnavailable
 
@@ -33,8 +34,9 @@ def generate(engine, read, route: str, request: dict, kind: str, deadline: float
                                       timeout=max(MIN_WAIT_S, ends - time.monotonic()))
     text, tokens, finish, prompt_tokens, cut = [], [], None, None, False
     try:
-        conn.request("POST", engine.prefix + route, body=json.dumps(request).encode(),
-                     headers={"Content-Type": "application/json"})
+        payload = wire.pieces(request)
+        conn.request("POST", engine.prefix + route, body=payload, headers={
+            "Content-Type": "application/json", "Content-Length": str(sum(map(len, payload)))})
         response = conn.getresponse()
         if response.status != 200:
             raise EngineFailed(f"vLLM answered {route} with HTTP {response.status}")

@@ -32,9 +32,13 @@ class Image:
     height: int
 
     @cached_property  # encoded once, however many reads show it
+    def data_url_bytes(self) -> bytes:
+        """How vLLM receives it: a data URL, never a link; every body shows these bytes."""
+        return f"data:{MIME[self.format]};base64,".encode() + base64.b64encode(self.data)
+
+    @property
     def data_url(self) -> str:
-        """How vLLM receives it: a data URL, never a link."""
-        return f"data:{MIME[self.format]};base64," + base64.b64encode(self.data).decode()
+        return self.data_url_bytes.decode("ascii")
 
 
 def from_data_url(text: str, max_bytes: int, max_pixels: int) -> Image:
