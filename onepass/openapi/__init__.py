@@ -92,6 +92,13 @@ def document(settings) -> dict:
             "responses": {"200": answer("the OpenAPI document", {"type": "object"}),
                           **auth_errors(s.DETAIL)}}},
     }
+    for item in get.values():  # HEAD wherever GET (RFC 9110): its status and headers, no body
+        got = item["get"]
+        item["head"] = {**{k: v for k, v in got.items() if k in ("security",)},
+                        "summary": f"{got['summary']} (status and headers only)",
+                        "operationId": got["operationId"] + "_head",
+                        "responses": {code: {"description": r["description"]}
+                                      for code, r in got["responses"].items()}}
     return {
         "openapi": "3.1.0",
         "info": {"title": "onepass", "version": "1",
