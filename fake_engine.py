@@ -6,7 +6,8 @@ answer says: its log-probs are a hash of the prompt.
 It answers what the shim asks (onepass/backend/engine.py, onepass/backend/probes.py): /v1/models (the profile's
 served name and context), /tokenize (a word-level tokenizer; the tokenizer contract's probe texts
 give the contract's ids; chat messages are rendered with the profile's template, so the start-up
-guard passes), and /v1/completions with `logprob_token_ids` (over the context: vLLM's 400).
+guard passes), /v1/completions with `logprob_token_ids` (over the context: vLLM's 400), and
+/v1/chat/completions for image reads (a vision profile: `profile="idefics3-tiny"`).
 """
 import hashlib
 import json
@@ -39,7 +40,7 @@ class Vocabulary:
 
     def chat(self, messages: list) -> str:
         turns = {m["role"]: m["content"] if isinstance(m["content"], str) else
-                 "".join(part["text"] for part in m["content"]) for m in messages}
+                 "".join(part.get("text", "") for part in m["content"]) for m in messages}
         return wrap_chat(self.profile, turns.get("system", ""), turns.get("user", ""))
 
 
@@ -66,6 +67,8 @@ class Handler(BaseHTTPRequestHandler):
             return self.reply(200, {"tokens": self.vocab.tokenize(text)})
         if self.path.endswith("/v1/completions"):
             return self.completion(body)
+        if self.path.endswith("/v1/chat/completions"):  # image reads
+            return self.chat(body)
         self.reply(404, {"error": {"message": "no such route"}})
 
     def completion(self, body: dict) -> None:
@@ -80,6 +83,14 @@ class Handler(BaseHTTPRequestHandler):
         self.reply(200, {"choices": [{"logprobs": {"top_logprobs": [top]}}],
                          "usage": {"prompt_tokens": n, "prompt_tokens_details":
                                    {"cached_tokens": 0}}})
+
+    def chat(self, body: dict) -> None:
+        text = self.vocab.chat(body["messages"])
+        seed = hashlib.sha256(text.encode()).digest()
+        top = [{"token": f"token_id:{t}", "logprob": -((seed[t % 32] + t) % 700) / 100 - 0.01}
+               for t in body.get("logprob_token_ids", ())]
+        self.reply(200, {"choices": [{"logprobs": {"content": [{"top_logprobs": top}]}}],
+                         "usage": {"prompt_tokens": len(self.vocab.tokenize(text))}})
 
     def reply(self, status: int, doc: dict) -> None:
         payload = json.dumps(doc).encode()

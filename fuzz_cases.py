@@ -1,7 +1,9 @@
 """Hostile requests for test_security.py, standard library only: the framing corpus (each case
 must be one 4xx and a closed connection), and the deterministic cases of the fuzz run.
 
-Each case starts from a valid body of one of the two APIs (every field present) and breaks it:
+Each case starts from a valid body of one of the two APIs (every field present) and breaks it
+(or is one of issue 25's classes: a hostile kwargs scalar, thousands of validation problems, a
+request over the work budget, a flood of empty data URLs):
 a wrong JSON type at any field, deletions, lone surrogates, nesting 400 to 1,000 deep, numbers
 beyond a float, odd values where the answer echoes them (model, question ids, names, choice
 values, levels); or it is random bytes, a compression bomb, a truncated or padded compressed
@@ -144,13 +146,101 @@ def body_case(rng: random.Random) -> tuple[str, bytes, dict]:
     return rng.choice(["/", "/v1", "/health", "/v1/models"]), valid, {}
 
 
+def issue25_case(rng: random.Random) -> tuple[str, bytes, dict]:
+    """Each class of issue 25: a hostile kwargs scalar or key, hundreds to thousands of
+    validation problems, a request over the work budget, a flood of empty data URLs."""
+    kind = rng.randrange(4)
+    if kind == 0:
+        path, data = rng.choice(_kwargs_cases())
+        return path, data, {}
+    if kind == 1:
+        n = rng.randint(200, 3000)
+        if rng.random() < 0.5:
+            return "/v1/decisions", json.dumps({**DECISIONS, "input": [1] * n}).encode(), {}
+        ask = {"type": "choice", "criteria": {f"o{i}": i for i in range(n)}}
+        return "/v1/systemone", json.dumps({**SYSTEMONE, "questions": {"q": ask}}).encode(), {}
+    if kind == 2:  # 300 two-option choices read in 3 orders (900 reads), or 2 + thoughts
+        orders, mode = rng.choice([(3, "off"), (2, "on"), (2, "auto")])
+        questions = {f"q{i}": {"type": "choice", "criteria": {"a": None, "b": None}}
+                     for i in range(300)}
+        kwargs = {"layout": {"orders": orders, "orders_as_reads": True},
+                  "reasoning": {"mode": mode}}
+        return "/v1/systemone", json.dumps({**SYSTEMONE, "questions": questions,
+                                            "kwargs": kwargs}).encode(), {}
+    flood = " ".join(["data:image/png;base64,"] * rng.randint(5, 20_000))
+    return "/v1/systemone", json.dumps({**SYSTEMONE, "state": flood}).encode(), {}
+
+
+_KWARGS_CASES = []
+
+
+def _kwargs_cases() -> list:
+    if not _KWARGS_CASES:
+        _KWARGS_CASES.extend(kwargs_cases())
+    return _KWARGS_CASES
+
+
 def cases(seed: int, n: int):
     """n raw requests (bytes), deterministic for the seed."""
     rng = random.Random(seed)
     for _ in range(n):
-        path, data, headers = (json_case if rng.random() < 0.85 else body_case)(rng)
+        pick = rng.random()
+        path, data, headers = (json_case if pick < 0.8 else body_case if pick < 0.95
+                               else issue25_case)(rng)
         method = "POST" if rng.random() < 0.97 else rng.choice(["GET", "PUT", "TRACE", "DELETE"])
         yield request(method, path, data, headers)
+
+
+# -- every kwargs path with hostile scalars -----------------------------------------------
+# Each path of a kwargs with every field the shim reads gets each hostile value, and each
+# object key on the way is renamed to a hostile key: a 4xx or a 200, never a 5xx.
+KWARGS = {"attention_mode": "causal",
+          "layout": {"guard_line": True, "question_first": False, "repeat": 1, "orders": 1,
+                     "orders_as_reads": False, "shrink": 0.0, "compact_json": True,
+                     "state_selection": "bm25"},
+          "calibration": {"temperature": {"noul": 1.0, "choice": 1.0, "score": 1.0,
+                                          "image": 1.0},
+                          "noul_floor": 0, "reread_below": 0,
+                          "label_prior": {"noul": {"2": [0.1, 0]}, "choice": {"2": [0, 0.1]}},
+                          "number_confidence": {"a": 1, "b": 0}},
+          "reasoning": {"mode": "off", "budget_ms": 1000, "trace": False},
+          "box": {"mode": "generate"}}
+# JSON text: non-ASCII digits (superscript, Arabic-Indic, fullwidth), integers of 400 and
+# 4,301 digits (past int()'s limit), beyond a float, NaN and Infinity, nested and odd types
+HOSTILE = ['"\\u00b2"', '"\\u0662"', '"\\uff12"', '"' + "9" * 4301 + '"', "1" + "0" * 400,
+           "9" * 4301, "-1e308", "1e400", "NaN", "-Infinity", "[[[[]]]]",
+           '{"a": {"b": [1, {}]}}', "true", "null", '""', "-0", "[1e308, -1e308]"]
+HOSTILE_KEYS = ["\u00b2", "\u0662", "\uff12", "9" * 4301, "", "\ud800x", "__class__"]
+
+
+def kwargs_cases() -> list[tuple[str, bytes]]:
+    """(route, body) for every kwargs path x hostile value and key, on both APIs in turn."""
+    out, n = [], 0
+    for path in list(paths(KWARGS))[1:]:
+        for value in HOSTILE:
+            out.append(_kwargs_body(n, path, lambda parent, key: parent.__setitem__(
+                key, "__hostile__"), value))
+            n += 1
+        for key in HOSTILE_KEYS if isinstance(path[-1], str) else ():
+            out.append(_kwargs_body(n, path, lambda parent, k, new=key: parent.__setitem__(
+                new, parent.pop(k)), None))
+            n += 1
+    return out
+
+
+def _kwargs_body(n: int, path: tuple, change, raw) -> tuple[str, bytes]:
+    kwargs = copy.deepcopy(KWARGS)
+    *parent_path, key = path
+    parent = kwargs
+    for step in parent_path:
+        parent = parent[step]
+    change(parent, key)
+    route = ("/v1/systemone", "/v1/decisions")[n % 2]
+    body = {**ROUTES[route], "kwargs": kwargs}
+    text = json.dumps(body)
+    if raw is not None:
+        text = text.replace('"__hostile__"', raw)
+    return route, text.encode()
 
 
 # -- the framing corpus ----------------------------------------------------------------

@@ -158,6 +158,23 @@ class TestEdge(unittest.TestCase):
         self.assertIn("nested too deeply", doc["detail"][0]["msg"])
 
 
+    def test_head_on_every_get_route(self):
+        """server: HEAD is answered wherever GET is (RFC 9110): the GET's status and headers,
+        Content-Length included, and no body; a POST route's Allow does not list it."""
+        for path in ("/health", "/health?live=1", "/v1/models", "/metrics", "/openapi.json"):
+            got = self.raw(request("HEAD", path, headers={**self.auth, "Connection": "close"}))
+            head, _, rest = got.partition(b"\r\n\r\n")
+            status_line, *fields = head.decode("latin-1").split("\r\n")
+            self.assertIn(" 200 ", status_line, path)
+            length = {k.lower(): v.strip() for k, _, v in (f.partition(":") for f in fields)}
+            self.assertGreater(int(length["content-length"]), 0, path)
+            self.assertEqual(rest, b"", path)
+        got = self.raw(request("HEAD", "/v1/systemone", headers={**self.auth,
+                                                                 "Connection": "close"}))
+        self.assertIn(b" 405 ", got.split(b"\r\n")[0])
+        self.assertIn(b"\r\nAllow: POST\r\n", got)
+        self.assertTrue(got.endswith(b"\r\n\r\n"))  # no body after a HEAD's head
+
     def test_decisions_route_errors_in_openai_shape(self):
         """server: /v1/decisions answers every edge error in OpenAI's envelope: a missing or
         wrong key 401 invalid_api_key, a bomb 413, bad JSON 400, a wrong method 405, and its
@@ -423,6 +440,37 @@ class TestBadInput(unittest.TestCase):
                 self.assertEqual(status, want, doc)
                 self.assertEqual(set(doc), {"detail"} if "systemone" in path else {"error"})
 
+    def test_every_kwargs_path_with_hostile_scalars(self):
+        """pipeline + profile: each kwargs path of both APIs given a non-ASCII digit (as an
+        option count key too: str.isdigit takes it, int() does not), integers of 400 and 4,301
+        digits, numbers beyond a float, NaN, nested and odd types: every one a complete 4xx or
+        200 in the route's shape, never a 5xx, and nothing of them in the log."""
+        cases = fuzz_cases.kwargs_cases()
+        with self.assertLogs("onepass", logging.INFO) as logs:
+            for route, body in cases:
+                status, doc = self.send(route, body)
+                self.assertLess(status, 500, (route, body[:300], doc))
+                if status != 200:
+                    self.assertEqual(set(doc), {"detail"} if "systemone" in route
+                                     else {"error"})
+        self.assertGreater(len(cases), 500)
+        self.assertFalse(any("\u00b2" in line or "9999999999" in line for line in logs.output))
+
+    def test_a_bug_logs_no_request_content(self):
+        """connections: an unexpected exception is a generic 500 whose log names its type and
+        frames, never its message (which may quote the body)."""
+        def broken(raw, headers, api):
+            raise ValueError(f"invalid literal: {raw!r}")
+        self.server.service.pipeline.decide, saved = broken, self.server.service.pipeline.decide
+        self.addCleanup(setattr, self.server.service.pipeline, "decide", saved)
+        with self.assertLogs("onepass", logging.INFO) as logs:
+            status, doc = self.send("/v1/systemone", systemone(state="PRIVATE-STATE"))
+        self.assertEqual(status, 500)
+        self.assertEqual(doc["detail"]["error_type"], "internal_error")
+        text = "\n".join(logs.output)
+        self.assertIn("ValueError", text)
+        self.assertNotIn("PRIVATE", text)
+
     def test_odd_values_are_echoed_whole(self):
         """A state holding {"type": []}, a level holding a 400-digit integer and question ids
         with control characters, RTL marks and emoji: answered, echoed as sent."""
@@ -447,7 +495,8 @@ class TestBadInput(unittest.TestCase):
                          kwargs={"layout": {"orders": 4, "orders_as_reads": True}})
         status, doc = self.send("/v1/systemone", body)
         self.assertEqual(status, 422)
-        self.assertIn("needs 1200 reads of the model; this server makes at most 800",
+        self.assertIn("needs up to 1200 calls of the model (1200 reads, 0 thoughts, 0 reads "
+                      "after them, 0 generations); this server makes at most 800",
                       doc["detail"][0]["msg"])
 
 

@@ -32,7 +32,9 @@ SETTINGS = {
     "max_questions": (int, 400, "ONEPASS_MAX_QUESTIONS", "most questions in one request"),
     "max_in_flight": (int, 64, "ONEPASS_MAX_IN_FLIGHT",
                       "requests answered at once; more get 529 with retry-after-ms"),
-    "max_reads": (int, 800, "ONEPASS_MAX_READS", "vLLM reads one request may need (more: 422)"),
+    "max_reads": (int, 800, "ONEPASS_MAX_READS",
+                  "calls of vLLM one request may need, every step counted: reads, box edges, "
+                  "thoughts, the reads after them, generations (more: 422 before the first)"),
     "max_box_questions": (int, 4, "ONEPASS_MAX_BOX_QUESTIONS",
                           "box questions in one request (each costs a generation; more: 422)"),
     "box_max_tokens": (int, 48, "ONEPASS_BOX_MAX_TOKENS", "generation tokens per box question"),
@@ -44,6 +46,9 @@ SETTINGS = {
                         "open client connections; past it the longest-idle (else the slowest "
                         "sending) one is closed, or the newcomer gets 529"),
     "engine_timeout_s": (float, 60.0, "ONEPASS_ENGINE_TIMEOUT_S", "longest wait for one vLLM call"),
+    "engine_bytes_in_flight": (int, 256 << 20, "ONEPASS_ENGINE_BYTES_IN_FLIGHT",
+                               "bytes of request bodies on their way to vLLM at once, every "
+                               "request together (a larger body goes alone)"),
     "engine_connections": (int, 32, "ONEPASS_ENGINE_CONNECTIONS",
                            "keep-alive connections to vLLM (and parallel reads)"),
     "client_timeout_s": (float, 30.0, "ONEPASS_CLIENT_TIMEOUT_S",
@@ -100,7 +105,7 @@ def load(argv: list[str] | None = None, environ: dict | None = None) -> Settings
                 raise ConfigError(f"{var}={env[var]!r} is not a valid {kind.__name__}") from None
         values[name] = default if raw is None else raw
     for name in ("port", "max_body_bytes", "max_decoded_bytes", "max_questions", "max_in_flight",
-                 "engine_connections", "max_reads", "max_box_questions", "box_max_tokens",
+                 "engine_connections", "engine_bytes_in_flight", "max_reads", "max_box_questions", "box_max_tokens",
                  "max_number_questions", "number_max_tokens", "max_connections", "engine_timeout_s", "client_timeout_s",
                  "keepalive_timeout_s", "drain_timeout_s"):
         if not 0 < values[name] < math.inf and not (name == "port" and values[name] == 0):

@@ -69,7 +69,8 @@ class Read:
     attention_mode: str = CAUSAL
     whole_tokens: int = 0  # the uncut prompt's tokens when fitting cut the state (else 0)
     chat: tuple = ()  # with images: (system, user) turns, the user's image slots in order ...
-    images: tuple = ()  # ... filled with these data URLs (vLLM's chat route; never a link)
+    images: tuple = ()  # ... filled with these images (formats.Image: vLLM's chat route gets
+    # each as a data URL from its one encoded copy, backend/wire.py; never a link)
     head_chars: int = 0  # prompt[:head_chars] is the system turn and record, shared by every
     # read over the same state (0: the layout puts the question first, nothing to share)
     assistant: str = ""  # chat route: the answer turn's start (the prompt already ends with it)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from . import kinds, parts, readout, think
+from . import kinds, parts, readout, think, work
 from .api import Limits
 from .api.checks import MAX_LEVELS, MAX_OPTIONS
 from .decision import BOX, CAUSAL, TWO_WAY, Decision, Outcome
@@ -24,6 +24,8 @@ from .reasoning import Ask
 from .profile import MAX_REPEAT, Calibration, ConfigError, check_calibration, check_layout
 from .prompt import fitting
 from .prompt.layout import techniques
+
+MAX_SAID = 400  # characters of a refused override's message (it quotes the values sent)
 
 
 class Pipeline:
@@ -60,7 +62,9 @@ class Pipeline:
                       max_questions=self.settings.max_questions,
                       max_box_questions=self.settings.max_box_questions,
                       max_number_questions=self.settings.max_number_questions,
-                      box_refusal=self.box_refusal(), number_refusal=self.number_refusal())
+                      box_refusal=self.box_refusal(), number_refusal=self.number_refusal(),
+                      max_images=self.profile.vision.max_images if self.profile.vision else 0,
+                      model=self.profile.model_name)
 
     def box_refusal(self) -> str | None:
         """Why this server refuses box questions (a 422 at the question), or None."""
@@ -115,8 +119,9 @@ class Pipeline:
             if "layout" in overrides:
                 layout = replace(self.profile.layout, **overrides["layout"])
                 check_layout(layout, "kwargs.layout")
-        except (TypeError, ConfigError) as e:
-            raise InvalidRequest([Problem(("kwargs", "layout"), str(e), "value_error")]) from None
+        except (TypeError, ValueError, ConfigError) as e:
+            raise InvalidRequest([Problem(("kwargs", "layout"), _said(e), "value_error")]) \
+                from None
         try:
             if "calibration" in overrides:
                 given = dict(overrides["calibration"])
@@ -128,8 +133,8 @@ class Pipeline:
                     raise TypeError("temperature must be an object of kind -> T")
                 calibration = replace(base, temperature={**base.temperature, **temps}, **given)
                 check_calibration(calibration, "kwargs.calibration")
-        except (TypeError, ConfigError) as e:
-            raise InvalidRequest([Problem(("kwargs", "calibration"), str(e),
+        except (TypeError, ValueError, ConfigError) as e:
+            raise InvalidRequest([Problem(("kwargs", "calibration"), _said(e),
                                           "value_error")]) from None
         return layout, calibration
 
@@ -153,9 +158,13 @@ class Pipeline:
         would alone, so every form of a request answers the same."""
         thinking = decision.reasoning is not None and decision.reasoning.mode != "off"
         if not thinking and all(kinds.get(q.kind).reads for q in decision.questions):
-            return self.answer_reads(decision)
+            budget = work.Budget(self.settings.max_reads, work.plan(decision, decision,
+                                                                    self.profile))
+            return self.answer_reads(decision, budget=budget)
         s = parts.split(decision, min(MAX_LEVELS, len(self.labels.score)))
-        outcome = (self.answer_reads(s.reads, parts.internal(s)) if s.reads.questions
+        budget = work.Budget(self.settings.max_reads, work.plan(decision, s.reads,
+                                                                self.profile))
+        outcome = (self.answer_reads(s.reads, parts.internal(s), budget) if s.reads.questions
                    else readout.outcome(s.reads, [], []))
         starts, spent = {}, None
         if thinking:  # step: think
@@ -165,23 +174,24 @@ class Pipeline:
                              self.profile)
         return replace(outcome, reasoning=spent)
 
-    def answer_reads(self, decision: Decision, fixed=frozenset()) -> Outcome:
+    def answer_reads(self, decision: Decision, fixed=frozenset(), budget=None) -> Outcome:
         """Fit and read every question, turn the reads into probabilities; then read uncertain
         questions of kinds that re-read (save those in `fixed`) a second time with the request
-        written twice, blended 2:1 (first:second)."""
+        written twice, blended 2:1 (first:second), when the request's budget has the calls to
+        spare (the reads are in its plan; None: nothing spare)."""
         calibration, opts = self.calibration(decision), techniques(decision, self.profile)
-        reads, selections, results = self.read(decision, self.settings.max_reads)
+        reads, selections, results = self.read(decision)
         probs = readout.probabilities(decision, reads, results,  # step: readout
                                       calibration, opts.shrink)
         unsure = [i for i, (q, p) in enumerate(zip(decision.questions, probs))
                   if kinds.get(q.kind).rereads and i not in fixed
                   and max(p) < calibration.reread_below]
         rereads = 0
-        if unsure:  # step: reread
-            again = replace(decision, questions=tuple(decision.questions[i] for i in unsure),
-                            layout=replace(opts, repeat=min(MAX_REPEAT, 2 * opts.repeat)))
-            try:
-                more_reads, _, more = self.read(again, self.settings.max_reads - len(reads))
+        again = replace(decision, questions=tuple(decision.questions[i] for i in unsure),
+                        layout=replace(opts, repeat=min(MAX_REPEAT, 2 * opts.repeat)))
+        if unsure and budget and budget.take_spare(fitting.num_reads(again, self.profile)):
+            try:  # step: reread
+                more_reads, _, more = self.read(again)
             except InvalidRequest:  # it cannot fit, or more reads than allowed: the first stands
                 return readout.outcome(decision, probs, results, 0, calibration.reread_below,
                                        reads, selections)
@@ -192,16 +202,11 @@ class Pipeline:
         return readout.outcome(decision, probs, results, rereads, calibration.reread_below,
                                reads, selections)
 
-    def read(self, decision: Decision, max_reads: int):
+    def read(self, decision: Decision):
         """(reads, selections, results): every question fitted into the context, then read. A
         two-way read the plugin refuses for its one-step budget (its typed refusal, OverBudget)
-        teaches the shim that budget; the question is then fitted to it and read again. More
-        than max_reads reads is a 422."""
-        needed = fitting.num_reads(decision, self.profile)
-        if needed > max_reads:
-            raise InvalidRequest([Problem(("questions",), f"this request needs {needed} reads of "
-                                          f"the model; this server makes at most "
-                                          f"{self.settings.max_reads} per request", "too_long")])
+        teaches the shim that budget; the question is then fitted to it and read again. The
+        calls are in the request's work budget (work.py), checked before the first."""
         for _ in range(2):
             budget = self.max_len - 1  # the one token to read follows the prompt
             if decision.attention_mode == TWO_WAY and self.two_way_budget:
@@ -215,6 +220,12 @@ class Pipeline:
                     raise
                 self.two_way_budget = e.budget_tokens
         raise AssertionError("unreachable: the second round re-raises")
+
+
+def _said(error: Exception) -> str:
+    """A refused override's message, cut: it may quote the values as sent, of any size."""
+    text = str(error)
+    return text if len(text) <= MAX_SAID else text[:MAX_SAID] + " ..."
 
 
 def offline(api, body, *, layout=None, image_policy=None, max_questions: int = 400):

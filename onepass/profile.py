@@ -66,7 +66,8 @@ class Vision:
     tokens_per_image: int  # the most prompt tokens one image takes after vLLM's processor
     max_images: int = 4  # per request, every form counted
     max_bytes: int = 20 * 1024 * 1024  # per image, as sent or fetched
-    max_pixels: int = 50_000_000  # per image, from its header: larger is refused (not decoded)
+    max_pixels: int = 16_777_216  # per image, from its header: larger is refused (not decoded);
+    # 4096 x 4096, 48 MiB as RGB once vLLM's processor decodes it (PIL refuses 179 MP)
     processor_kwargs: dict | None = None  # vLLM's --mm-processor-kwargs (the scaling cap)
     box: dict | None = None  # box questions: convention, confidence map, present temperature
     # (kinds/box.py checks it; None: this model is not asked for boxes)
@@ -246,9 +247,12 @@ def check_calibration(c: Calibration, where: str) -> None:
 
 
 def _prior_ok(n, values) -> bool:
-    return (isinstance(n, str) and n.isdigit() and isinstance(values, list)
-            and len(values) == int(n) and all(_number(b) and abs(b) <= MAX_PRIOR_NATS
-                                              for b in values))
+    """An option count written in ASCII digits (str.isdigit also takes "²" and "١", which
+    int() refuses or reads as another count) of at most 3 (a choice has at most 255 options:
+    int() of a 4,301-digit string raises), and that many bounded numbers."""
+    return (isinstance(n, str) and n.isascii() and n.isdigit() and len(n) <= 3
+            and isinstance(values, list) and len(values) == int(n)
+            and all(_number(b) and abs(b) <= MAX_PRIOR_NATS for b in values))
 
 
 def _number(value) -> bool:

@@ -33,9 +33,11 @@ from .pipeline import Pipeline
 
 log = logging.getLogger("onepass")
 WARMING, READY, FAILED = "warming", "ready", "failed"
-ROUTES = {"/health": ("GET",), "/v1/models": ("GET",), "/v1/systemone": ("POST",),
+# HEAD is answered wherever GET is (RFC 9110 9.3.2): the GET's status and headers, no body
+# (the connection loop leaves it out).
+ROUTES = {"/health": ("GET", "HEAD"), "/v1/models": ("GET", "HEAD"), "/v1/systemone": ("POST",),
           "/systemone": ("POST",), "/v1/decisions": ("POST",), "/decisions": ("POST",),
-          "/metrics": ("GET",), "/openapi.json": ("GET",)}
+          "/metrics": ("GET", "HEAD"), "/openapi.json": ("GET", "HEAD")}
 # The two APIs, each an api.Adapter; everything between parse and render is the pipeline's.
 ADAPTERS = {"/v1/systemone": systemone, "/systemone": systemone,
             "/v1/decisions": decisions, "/decisions": decisions}
@@ -57,6 +59,7 @@ class Service:
         self.engine = Engine(settings.vllm, self.profile.served_model_name,
                              timeout_s=settings.engine_timeout_s,
                              num_connections=settings.engine_connections,
+                             max_bytes_in_flight=settings.engine_bytes_in_flight,
                              image_slot=vision.placeholder if vision else None)
         links = None if settings.image_links == "off" else fetch.Rules(
             allow_http=settings.image_links_http == "true",

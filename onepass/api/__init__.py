@@ -22,6 +22,9 @@ class Limits:
     max_number_questions: int = 8  # number questions in one request (each costs a generation)
     box_refusal: str | None = "box questions need a vision-language model profile"
     number_refusal: str | None = None  # why number questions are refused (None: served)
+    max_images: int | None = None  # images per request, counted while parsing (0: text only;
+    # None: not counted here, the images step does)
+    model: str = ""  # the model named when images are refused
     # why box questions are refused on this server (422 at the question); None: they are served
 
 

@@ -19,16 +19,34 @@ MIN_LEVELS, MAX_LEVELS = 2, 10  # a score's levels, on both APIs
 MIN_OPTIONS, MAX_OPTIONS = 2, 255  # a choice's options (the contract's cap; labels may lower it)
 
 
+MAX_PROBLEMS = 100  # problems listed in one refusal; a last entry counts the rest
+
+
 class Checker:
-    """Collects problems so that one error names every mistake in the body."""
+    """Collects problems so that one error names the mistakes in the body: each once (a
+    request-wide field is checked once per question), the first MAX_PROBLEMS listed, the rest
+    counted. Linear in the problems: a set finds the repeats, not a scan of the list."""
 
     def __init__(self):
         self.problems: list[Problem] = []
+        self.found = 0  # distinct problems, listed or not
+        self._seen: set[Problem] = set()
 
     def add(self, loc, msg, kind):
         problem = Problem(tuple(loc), msg, kind)
-        if problem not in self.problems:  # a request-wide field checked once per question
+        if problem in self._seen:
+            return
+        self._seen.add(problem)
+        self.found += 1
+        if len(self.problems) < MAX_PROBLEMS:
             self.problems.append(problem)
+
+    def error(self) -> InvalidRequest:
+        """Every listed problem, then one saying how many more were found."""
+        more = self.found - len(self.problems)
+        tail = [Problem((), f"{more} more problems in this request are not listed (at most "
+                        f"{MAX_PROBLEMS} are)", "too_many_problems")] if more else []
+        return InvalidRequest(self.problems + tail)
 
     def text(self, value, loc, *, nullable=True):
         if value is None and nullable:
@@ -77,10 +95,10 @@ def request(check: Checker, body: dict, *, model, state, questions, images=(),
     kwargs = body.get("kwargs")
     asked = reasoning.ask(kwargs.get("reasoning") if isinstance(kwargs, dict) else None,
                           ("kwargs", "reasoning"), check)
-    if not questions and not check.problems:  # never a Decision without a question
+    if not questions and not check.found:  # never a Decision without a question
         check.add(("questions",), "at least one question is needed", "too_short")
-    if check.problems:
-        raise InvalidRequest(check.problems)
+    if check.found:
+        raise check.error()
     if len(modes) > 1:
         raise BadRequest("attention_mode and kwargs.attention_mode name different modes "
                          f"({' and '.join(sorted(modes))}); send one")

@@ -45,7 +45,7 @@ def parse(body, files: dict | None, limits: Limits) -> Request:
     model = body.get("model")
     if "model" in body and not isinstance(model, str):
         check.add(("model",), "model must be a string", "invalid_type")
-    images = Collector(check)
+    images = Collector(check, limits.max_images, limits.model)
     state = input_state(body.get("input"), check, images) if "input" in body else None
     names, values, questions = [], [], []
     raw = body.get("questions")
@@ -82,7 +82,7 @@ def _question(q, loc, check: Checker, max_choices: int, images: Collector):
         check.add(loc + ("type",), "question type must be "
                   f"{kinds.spoken(kinds.by_api('decisions'), 'or')}", "invalid_value")
         return None
-    before = len(check.problems)
+    before = check.found
     for extra in sorted(set(q) - unit.decisions_keys):
         check.add(loc + (extra,), f"Unknown parameter: '{extra}'.", "unknown_parameter")
     name = q.get("name")
@@ -94,7 +94,7 @@ def _question(q, loc, check: Checker, max_choices: int, images: Collector):
     instructions = content_text(q.get("instructions"), loc + ("instructions",), check,
                                 QUESTION_PARTS, images) if "instructions" in q else None
     values, options = unit.decisions_options(q, loc, check, max_choices)
-    if len(check.problems) > before:
+    if check.found > before:
         return None
     return name, values, Question(unit.name, instructions, tuple(options))
 

@@ -45,7 +45,7 @@ def parse(body, files: dict | None, limits: Limits) -> Request:
     state = body.get("state")
     if "state" in body and not isinstance(state, (str, dict, list)):
         check.add(("state",), "state must be text, an object or an array", "string_type")
-    collector = Collector(check)
+    collector = Collector(check, limits.max_images, limits.model)
     if "images" in body:
         collector.listed(body["images"])
     state = collector.in_state(state)
@@ -122,12 +122,12 @@ def _question(q, loc, check, limits: Limits, kwargs):
     loc = loc + (kind,)
     for extra in sorted(set(q) - unit.systemone_keys):
         check.add(loc + (extra,), f"unknown field {extra!r} in a {kind} question", "extra_forbidden")
-    before = len(check.problems)
+    before = check.found
     instructions = check.text(q.get("instructions"), loc + ("instructions",))
     options = unit.systemone_options(q.get("criteria"), loc + ("criteria",), check,
                                      limits.max_choice_options, instructions)
     extras = unit.systemone_extras(q, loc, check, kwargs)
-    if len(check.problems) > before:
+    if check.found > before:
         return None
     return Question(kind=unit.name, instructions=instructions, options=tuple(options), **extras)
 

@@ -21,6 +21,7 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
 from .. import telemetry
+from . import wire
 from ..decision import TWO_WAY, Read, ReadResult
 from ..errors import EngineFailed, EngineUnavailable, InvalidRequest, OverBudget, Problem
 
@@ -36,7 +37,8 @@ PLUGIN_ERROR_KEY, OVER_BUDGET = "onepass_error", "two_way_budget"
 
 class Engine:
     def __init__(self, base_url: str, served_model_name: str, *, timeout_s: float,
-                 num_connections: int, image_slot: str | None = None):
+                 num_connections: int, image_slot: str | None = None,
+                 max_bytes_in_flight: int = 256 << 20):
         url = urllib.parse.urlsplit(base_url)
         if url.scheme != "http" or not url.hostname:
             raise ValueError(f"the vLLM URL must be http://host:port, got {base_url!r}")
@@ -45,6 +47,7 @@ class Engine:
         self.model = served_model_name
         self.image_slot = image_slot  # the placeholder the layout writes for each image
         self.timeout_s = timeout_s
+        self.gate = wire.Gate(max_bytes_in_flight, timeout_s)  # bodies on their way to vLLM
         self._idle: queue.LifoQueue = queue.LifoQueue()
         self._pool = ThreadPoolExecutor(max_workers=num_connections,
                                         thread_name_prefix="engine")
@@ -65,9 +68,20 @@ class Engine:
         return http.client.HTTPConnection(self.host, self.port, timeout=self.timeout_s), False
 
     def call(self, method: str, path: str, body: dict | None = None) -> tuple[int, dict]:
-        """One HTTP exchange; a pooled connection that fails is retried once on a new one."""
-        payload = None if body is None else json.dumps(body).encode()
-        headers = {"Content-Type": "application/json"} if payload else {}
+        """One HTTP exchange, its body's bytes counted in flight (the server's gate); a pooled
+        connection that fails is retried once on a new one."""
+        if body is None:
+            return self._exchange(method, path, None, {})
+        payload = wire.pieces(body)
+        size = sum(map(len, payload))
+        self.gate.take(size)
+        try:
+            return self._exchange(method, path, payload, {
+                "Content-Type": "application/json", "Content-Length": str(size)})
+        finally:
+            self.gate.give(size)
+
+    def _exchange(self, method: str, path: str, payload, headers) -> tuple[int, dict]:
         for fresh in (False, True):
             conn, reused = self._connection(fresh)
             try:
@@ -164,7 +178,7 @@ class Engine:
         if len(pieces) != len(read.images) + 1:
             raise EngineFailed("an image read's slots do not match its images")
         content = [{"type": "text", "text": pieces[0]}]
-        for url, text in zip(read.images, pieces[1:]):
+        for url, text in zip(read.images, pieces[1:]):  # an Image: written by wire.pieces
             content += [{"type": "image_url", "image_url": {"url": url}},
                         {"type": "text", "text": text}]
         return [{"role": "system", "content": system},

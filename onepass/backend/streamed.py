@@ -13,6 +13,8 @@ import json
 import socket
 import time
 
+from . import wire
+from .. import telemetry
 from ..errors import EngineFailed, EngineUnavailable
 
 MIN_WAIT_S = 0.05  # a socket timeout is never zero (that would make the socket non-blocking)
@@ -23,20 +25,28 @@ def generate(engine, read, route: str, request: dict, kind: str, deadline: float
     (time.monotonic()). A prompt count vLLM did not send before the cut is counted by the
     tokenizer (text only: image tokens are then missing from it)."""
     request = {**request, "stream": True, "stream_options": {"include_usage": True}}
+    # One vLLM call, however long the budget: the engine timeout bounds it. The budget cuts
+    # (what was written is kept); the engine timeout fails (503), as for any call.
+    call_ends = time.monotonic() + engine.timeout_s
+    budget_first = deadline <= call_ends
+    ends = min(deadline, call_ends)
     conn = http.client.HTTPConnection(engine.host, engine.port,
-                                      timeout=max(MIN_WAIT_S, deadline - time.monotonic()))
+                                      timeout=max(MIN_WAIT_S, ends - time.monotonic()))
     text, tokens, finish, prompt_tokens, cut = [], [], None, None, False
     try:
-        conn.request("POST", engine.prefix + route, body=json.dumps(request).encode(),
-                     headers={"Content-Type": "application/json"})
+        payload = wire.pieces(request)
+        conn.request("POST", engine.prefix + route, body=payload, headers={
+            "Content-Type": "application/json", "Content-Length": str(sum(map(len, payload)))})
         response = conn.getresponse()
         if response.status != 200:
             raise EngineFailed(f"vLLM answered {route} with HTTP {response.status}")
         for line in response:
-            if time.monotonic() >= deadline:
+            if time.monotonic() >= ends:
+                if not budget_first:
+                    raise TimeoutError
                 cut = True
                 break
-            conn.sock.settimeout(max(MIN_WAIT_S, deadline - time.monotonic()))
+            conn.sock.settimeout(max(MIN_WAIT_S, ends - time.monotonic()))
             if not line.startswith(b"data: ") or line.strip() == b"data: [DONE]":
                 continue
             chunk = json.loads(line[6:])
@@ -48,7 +58,11 @@ def generate(engine, read, route: str, request: dict, kind: str, deadline: float
                 tokens += pairs
                 finish = choice.get("finish_reason") or finish
     except (socket.timeout, TimeoutError):
-        cut = True  # the deadline passed while vLLM was still writing
+        if not budget_first:  # vLLM stalled past the engine timeout: not a thought cut short
+            telemetry.engine_error("timeout")
+            raise EngineUnavailable(f"vLLM did not finish a generation within "
+                                    f"{engine.timeout_s} s", retry_after_ms=1000) from None
+        cut = True  # the budget's deadline passed while vLLM was still writing
     except (OSError, http.client.HTTPException) as e:
         raise EngineUnavailable(f"vLLM is unreachable at {engine.host}:{engine.port} "
                                 f"({type(e).__name__})", retry_after_ms=1000) from None

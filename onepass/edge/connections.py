@@ -24,6 +24,7 @@ import time
 import uuid
 
 from . import framing
+from .bugs import log_bug
 from .. import telemetry
 from .conn_table import IDLE, READING, WORKING, Conn, Table, fit_descriptors
 from ..errors import MalformedHttp, OnepassError, Overloaded, RequestTimeout, ShuttingDown
@@ -180,7 +181,7 @@ class Handler(socketserver.BaseRequestHandler):
             if reading and isinstance(e, CLIENT_GONE):
                 raise  # the client stalled or left mid-body
             # a bug, never bad input: log it, answer a generic 500
-            log.exception("internal error on %s %s", head.method, printable(path))
+            log_bug(log, "internal error on %s %s", head.method, printable(path))
             return render_error(OnepassError("internal error; see the server log"), path)
         finally:
             if unread:  # answered without reading the body: the connection cannot go on
@@ -190,7 +191,7 @@ class Handler(socketserver.BaseRequestHandler):
         try:
             data = response(status, doc, request_id, extra, self.closing, method == "HEAD")
         except (ValueError, UnicodeEncodeError):  # a bug: the checks refuse such values
-            log.exception("unsendable response (%s)", request_id)
+            log_bug(log, "unsendable response (%s)", request_id)
             status, doc, extra = render_error(OnepassError("internal error; see the server log"))
             data = response(status, doc, request_id, extra, self.closing)
         try:
@@ -267,7 +268,7 @@ class Server(socketserver.ThreadingTCPServer):
         if isinstance(sys.exc_info()[1], CLIENT_GONE):
             log.info("connection from %s ended early", client_address[0])
         else:
-            log.exception("unexpected error serving %s", client_address[0])
+            log_bug(log, "unexpected error serving %s", client_address[0])
 
     def drain(self) -> None:
         """SIGTERM: /health turns 503 draining and new requests 503 (retry-after-ms); requests

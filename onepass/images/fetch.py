@@ -14,6 +14,7 @@ a redirect to another scheme than allowed; retries.
 from __future__ import annotations
 
 import http.client
+import io
 import ipaddress
 import socket
 import ssl
@@ -84,7 +85,7 @@ def _fetch(url: str, rules: Rules) -> tuple[bytes, str]:
     for _ in range(MAX_REDIRECTS + 1):
         scheme, host, port, target = _parts(url, rules)
         address = _checked_address(host, port, rules)
-        conn = _connection(scheme, host, port, address, rules.timeout_s)
+        conn = _connection(scheme, host, port, address, rules.timeout_s, deadline)
         try:
             conn.request("GET", target, headers={"Host": _host_header(host, port, scheme),
                                                  "Accept": "image/*", "User-Agent": "onepass"})
@@ -100,10 +101,12 @@ def _fetch(url: str, rules: Rules) -> tuple[bytes, str]:
             kind = (response.getheader("Content-Type") or "").split(";")[0].strip().lower()
             if not kind.startswith("image/"):
                 raise FetchRefused(f"the link's content type is {kind or 'missing'}, not image/*")
-            declared = response.getheader("Content-Length")
-            if declared and declared.isdigit() and int(declared) > rules.max_bytes:
+            if _declared_over(response.getheader("Content-Length") or "", rules.max_bytes):
                 raise FetchRefused(f"the image is larger than {rules.max_bytes} bytes")
             return _read(response, rules.max_bytes, deadline), kind
+        except _Late:
+            raise FetchFailed(f"fetching the image took too long (over {TOTAL_STEPS} x "
+                              f"{rules.timeout_s} s)") from None
         except (OSError, http.client.HTTPException) as e:
             raise FetchFailed(f"fetching the image failed ({type(e).__name__})") from None
         finally:
@@ -111,13 +114,19 @@ def _fetch(url: str, rules: Rules) -> tuple[bytes, str]:
     raise FetchRefused(f"more than {MAX_REDIRECTS} redirects")
 
 
+def _declared_over(declared: str, max_bytes: int) -> bool:
+    """A Content-Length over the cap; only ASCII digits are read (str.isdigit takes "²", which
+    int() refuses), and never more than 18 of them (int() refuses 4,301)."""
+    digits = declared.strip().lstrip("0")
+    return (declared.strip().isascii() and declared.strip().isdigit()
+            and (len(digits) > 18 or int(digits or "0") > max_bytes))
+
+
 def _read(response, max_bytes: int, deadline: float) -> bytes:
     """The body in chunks, refused once it passes max_bytes or the deadline."""
     chunks, size = [], 0
     while True:
-        if time.monotonic() > deadline:
-            raise FetchFailed("fetching the image took too long")
-        chunk = response.read1(CHUNK)
+        chunk = response.read1(CHUNK)  # each read ends by the deadline (_Deadline)
         if not chunk:
             return b"".join(chunks)
         size += len(chunk)
@@ -168,27 +177,89 @@ def _host_header(host: str, port: int, scheme: str) -> str:
     return shown if port == default else f"{shown}:{port}"
 
 
-def _connection(scheme: str, host: str, port: int, address: str, timeout: float):
+def _connection(scheme: str, host: str, port: int, address: str, timeout: float,
+                deadline: float):
     """A connection to the checked address; TLS still verifies the certificate for the host."""
     if scheme == "https":
-        return _PinnedHTTPS(host, port, address, timeout)
-    return _PinnedHTTP(host, port, address, timeout)
+        return _PinnedHTTPS(host, port, address, timeout, deadline)
+    return _PinnedHTTP(host, port, address, timeout, deadline)
+
+
+class _Late(TimeoutError):
+    """The whole-fetch deadline passed."""
+
+
+class _Deadline:
+    """A connected socket whose every wait ends by the step timeout and the whole-fetch
+    deadline: a server trickling its status line or headers a byte at a time (each in time
+    for the step timeout) is cut at the deadline, not when it stops."""
+
+    def __init__(self, sock, step_s: float, deadline: float):
+        self._sock, self._step_s, self._deadline = sock, step_s, deadline
+
+    def _wait(self) -> None:
+        left = self._deadline - time.monotonic()
+        if left <= 0:
+            raise _Late("the whole-fetch deadline passed")
+        self._sock.settimeout(min(self._step_s, left))
+
+    def sendall(self, data, flags=0):
+        self._wait()
+        return self._sock.sendall(data, flags)
+
+    def makefile(self, mode="rb", buffering=-1, **_):
+        """What http.client reads the response through: the socket's own raw file (which
+        keeps the socket open until it is closed), each read first bounded by _wait."""
+        return io.BufferedReader(_Reads(self._sock.makefile("rb", buffering=0), self._wait))
+
+    def __getattr__(self, name):  # close, settimeout, fileno, ...: the socket's own
+        return getattr(self._sock, name)
+
+
+class _Reads(io.RawIOBase):
+    def __init__(self, raw, wait):
+        self._raw, self._wait_first = raw, wait
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer):
+        self._wait_first()
+        try:
+            return self._raw.readinto(buffer)
+        except TimeoutError:
+            self._wait_first()  # _Late when the deadline, not the step, ran out
+            raise
+
+    def close(self):
+        self._raw.close()
+        super().close()
+
+
+def _connect(address: str, port: int, step_s: float, deadline: float):
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise _Late("the whole-fetch deadline passed")
+    return socket.create_connection((address, port), min(step_s, left))
 
 
 class _PinnedHTTP(http.client.HTTPConnection):
-    def __init__(self, host, port, address, timeout):
+    def __init__(self, host, port, address, timeout, deadline):
         super().__init__(host, port, timeout=timeout)
-        self.address = address
+        self.address, self.deadline = address, deadline
 
     def connect(self):
-        self.sock = socket.create_connection((self.address, self.port), self.timeout)
+        self.sock = _Deadline(_connect(self.address, self.port, self.timeout, self.deadline),
+                              self.timeout, self.deadline)
 
 
 class _PinnedHTTPS(http.client.HTTPSConnection):
-    def __init__(self, host, port, address, timeout):
+    def __init__(self, host, port, address, timeout, deadline):
         super().__init__(host, port, timeout=timeout, context=ssl.create_default_context())
-        self.address = address
+        self.address, self.deadline = address, deadline
 
     def connect(self):
-        sock = socket.create_connection((self.address, self.port), self.timeout)
-        self.sock = self._context.wrap_socket(sock, server_hostname=self.host)
+        sock = _connect(self.address, self.port, self.timeout, self.deadline)
+        sock.settimeout(min(self.timeout, max(0.001, self.deadline - time.monotonic())))
+        self.sock = _Deadline(self._context.wrap_socket(sock, server_hostname=self.host),
+                              self.timeout, self.deadline)

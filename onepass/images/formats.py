@@ -32,9 +32,13 @@ class Image:
     height: int
 
     @cached_property  # encoded once, however many reads show it
+    def data_url_bytes(self) -> bytes:
+        """How vLLM receives it: a data URL, never a link; every body shows these bytes."""
+        return f"data:{MIME[self.format]};base64,".encode() + base64.b64encode(self.data)
+
+    @property
     def data_url(self) -> str:
-        """How vLLM receives it: a data URL, never a link."""
-        return f"data:{MIME[self.format]};base64," + base64.b64encode(self.data).decode()
+        return self.data_url_bytes.decode("ascii")
 
 
 def from_data_url(text: str, max_bytes: int, max_pixels: int) -> Image:
@@ -62,7 +66,39 @@ def from_bytes(data: bytes, max_bytes: int, max_pixels: int) -> Image:
         raise BadImage("the image header gives no size")
     if width * height > max_pixels:
         raise BadImage(f"the image has {width}x{height} pixels, more than {max_pixels}")
+    if not complete(fmt, data):
+        raise BadImage(f"the {fmt.upper()} data ends before its format says it does "
+                       "(a truncated or header-only image)")
     return Image(data, fmt, width, height)
+
+
+def complete(fmt: str, data: bytes) -> bool:
+    """The bytes reach the end the format marks (walking PNG chunks, not decoding them): a
+    header-only or cut image would otherwise be forwarded to vLLM with every read."""
+    if fmt == "png":
+        return _png_complete(data)
+    if fmt == "jpeg":  # the end-of-image marker after the frame (0xFF is stuffed in the scan)
+        return data.rfind(b"\xff\xd9") > data.find(b"\xff\xda") > 0
+    if fmt == "gif":
+        return len(data) > 13 and data.rstrip(b"\0").endswith(b";")
+    if fmt == "webp":
+        return int.from_bytes(data[4:8], "little") + 8 <= len(data)
+    return len(data) >= int.from_bytes(data[2:6], "little") > 26  # bmp: the file size field
+
+
+def _png_complete(data: bytes) -> bool:
+    """Chunk by chunk from the signature: IDAT data present and IEND reached within the bytes."""
+    i, seen_data = 8, False
+    while i + 12 <= len(data):
+        length = int.from_bytes(data[i:i + 4], "big")
+        kind = data[i + 4:i + 8]
+        i += 12 + length
+        if i > len(data):
+            return False
+        seen_data = seen_data or (kind == b"IDAT" and length > 0)
+        if kind == b"IEND":
+            return seen_data
+    return False
 
 
 def sniff(data: bytes) -> tuple[str, int, int]:

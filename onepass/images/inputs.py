@@ -50,14 +50,28 @@ def label(n: int) -> str:
     return f"[image {n}]"
 
 
-class Collector:
-    """Collects a request's images in reading order; problems go to the adapter's Checker."""
+def over_count(loc, most: int, model: str, count: str) -> Problem:
+    """The refusal of one image more than this server reads (none on a text-only model)."""
+    if most == 0:
+        return Problem(loc, f"this server's model{model and f' ({model})'} reads text only; "
+                       "images need a vision-language model profile", "unsupported")
+    return Problem(loc, f"this server reads at most {most} images per request; this one has "
+                   f"{count}", "too_long")
 
-    def __init__(self, check):
-        self.check = check
+
+class Collector:
+    """Collects a request's images in reading order; problems go to the adapter's Checker.
+    With `most`, the count is checked while counting: the image one past it ends the parse
+    at once (a 422), so a body of a million empty data URLs costs one scan of its bytes."""
+
+    def __init__(self, check, most: int | None = None, model: str = ""):
+        self.check, self.most, self.model = check, most, model
         self.sources: list[Source] = []
 
     def add(self, kind: str, value, loc) -> str:
+        if self.most is not None and len(self.sources) >= self.most:
+            self.check.add(*_fields(over_count(tuple(loc), self.most, self.model, "more")))
+            raise self.check.error()
         self.sources.append(Source(kind, value, tuple(loc)))
         return label(len(self.sources))
 
@@ -151,13 +165,10 @@ def resolve(sources, policy: Policy | None) -> tuple:
     problems = []
     vision = policy.vision if policy else None
     if vision is None:
-        model = f" ({policy.model})" if policy else ""
-        problems.append(Problem(sources[0].loc, f"this server's model{model} reads text only; "
-                                "images need a vision-language model profile", "unsupported"))
+        problems.append(over_count(sources[0].loc, 0, policy.model if policy else "", ""))
     elif len(sources) > vision.max_images:
-        problems.append(Problem(sources[vision.max_images].loc, "this server reads at most "
-                                f"{vision.max_images} images per request; this one has "
-                                f"{len(sources)}", "too_long"))
+        problems.append(over_count(sources[vision.max_images].loc, vision.max_images, "",
+                                   str(len(sources))))
     else:
         with ThreadPoolExecutor(MAX_FETCHES, thread_name_prefix="image") as pool:
             found = list(pool.map(lambda s: _image(s, policy), sources))
@@ -185,6 +196,10 @@ def replace_placeholders(value, labels: dict):
             return [walk(x) for x in v]
         return v
     return walk(value)
+
+
+def _fields(problem: Problem) -> tuple:
+    return problem.loc, problem.msg, problem.type
 
 
 def _url_kind(text: str) -> str | None:

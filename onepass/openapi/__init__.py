@@ -25,7 +25,7 @@ DECISION_ERRORS = {
     "408": "the request was not sent within the client timeout",
     "413": "a body over the size limit, or a state too large to cut",
     "415": "an unsupported Content-Type or Content-Encoding",
-    "422": "a validation error: every problem listed",
+    "422": "a validation error: every problem listed, up to 100, then a count of the rest",
     "502": "vLLM failing",
     "503": "vLLM unreachable or too slow; a failed start-up check; draining after SIGTERM",
     "529": "warming up, or the in-flight or connection limit",
@@ -92,12 +92,20 @@ def document(settings) -> dict:
             "responses": {"200": answer("the OpenAPI document", {"type": "object"}),
                           **auth_errors(s.DETAIL)}}},
     }
+    for item in get.values():  # HEAD wherever GET (RFC 9110): its status and headers, no body
+        got = item["get"]
+        item["head"] = {**{k: v for k, v in got.items() if k in ("security",)},
+                        "summary": f"{got['summary']} (status and headers only)",
+                        "operationId": got["operationId"] + "_head",
+                        "responses": {code: {"description": r["description"]}
+                                      for code, r in got["responses"].items()}}
     return {
         "openapi": "3.1.0",
         "info": {"title": "onepass", "version": "1",
                  "description": "Typed decisions from one forward pass on vLLM: TypeSafe's System "
                  f"One and OpenAI's Decisions APIs. Limits: {nq} questions per request, "
-                 f"{settings.max_reads} reads of the model, 2 to {no} options per choice, 2 to "
+                 f"{settings.max_reads} calls of the model (every step counted), 2 to {no} options "
+                 "per choice, 2 to "
                  f"10 levels per score, {settings.max_body_bytes} bytes per body "
                  f"({settings.max_decoded_bytes} decoded), {settings.max_box_questions} box "
                  "questions (docs/http-edge.md#limits)."},

@@ -98,8 +98,7 @@ def question_reads(decision: Decision, profile: Profile, labels: LabelSet, i: in
                           option_of_label=option_of_label, order_of_label=order_of_label,
                           question=i, attention_mode=decision.attention_mode,
                           whole_tokens=whole_tokens, chat=chat, assistant=q.assistant,
-                          images=tuple(img.data_url for img in decision.images) * opts.repeat
-                          if chat else ()))
+                          images=tuple(decision.images) * opts.repeat if chat else ()))
     return reads
 
 

@@ -42,7 +42,7 @@ class TestPipeline(unittest.TestCase):
     def test_two_way_budget_is_learnt_from_the_typed_refusal(self):
         pipe = pipeline(budget=600)
         decision = Decision("m", "word " * 400, (NOUL_Q,), TWO_WAY)
-        reads, selections, _ = pipe.read(decision, 10)
+        reads, selections, _ = pipe.read(decision)
         self.assertEqual(pipe.two_way_budget, 600)
         self.assertEqual(len(pipe.engine.calls), 2)  # refused once, then fitted to the budget
         self.assertLessEqual(len(reads[0].prompt.encode()), 600)
@@ -53,7 +53,7 @@ class TestPipeline(unittest.TestCase):
         pipe.engine.read_all = lambda reads: (_ for _ in ()).throw(
             OverBudget([Problem(("state",), "x", "too_long")], 600))
         with self.assertRaises(InvalidRequest):
-            pipe.read(Decision("m", "short", (NOUL_Q,), CAUSAL), 10)
+            pipe.read(Decision("m", "short", (NOUL_Q,), CAUSAL))
         self.assertIsNone(pipe.two_way_budget)
 
     def test_resolve_checks_model_then_options_then_mode(self):

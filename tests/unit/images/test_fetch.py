@@ -50,6 +50,17 @@ class Images(BaseHTTPRequestHandler):
             routes[self.path] = (302, {"Location": target}, b"")
         if self.path == "/slow":
             time.sleep(3)
+        if self.path == "/trickle-head":  # a status line, then a header byte every 0.2 s
+            try:
+                self.wfile.write(b"HTTP/1.1 200 OK\r\n")
+                for byte in b"X-Slow: " + b"x" * 40:  # 9.6 s of it: past the 4 s deadline
+                    self.wfile.write(bytes([byte]))
+                    self.wfile.flush()
+                    time.sleep(0.2)
+            except OSError:
+                pass
+            self.close_connection = True
+            return
         if self.path == "/trickle":  # every byte in time for the step timeout, never done
             self.send_response(200)
             self.send_header("Content-Type", "image/png")
@@ -183,6 +194,13 @@ class TestLocalServer(unittest.TestCase):
         self.refused(self.url("/missing"), "HTTP 404")
         started = time.monotonic()  # 0.2 s a byte passes each 1 s step, not the 4 s deadline
         self.refused(self.url("/trickle"), "too long")
+        self.assertLess(time.monotonic() - started, 6)
+
+    def test_the_whole_fetch_deadline_covers_the_head(self):
+        """A status line, then one header byte every 0.2 s (each in time for the 1 s step):
+        refused at the 4 s whole-fetch deadline, not when the trickle stops (9.6 s)."""
+        started = time.monotonic()
+        self.refused(self.url("/trickle-head"), "too long")
         self.assertLess(time.monotonic() - started, 6)
         with self.assertRaises(fetch.FetchRefused):  # http is off unless switched on
             fetch.fetch(self.url("/img.png"), fetch.Rules(resolve=self.resolve))

@@ -62,5 +62,31 @@ class TestImages(unittest.TestCase):
             images.sniff(b"\x89PNG\r\n\x1a\n")  # truncated header
 
 
+
+class TestBombsAndTruncation(unittest.TestCase):
+    """Issue 25: a 49-megapixel PNG of a few KB was accepted (and forwarded with every read),
+    and so was a header-only PNG."""
+
+    def test_a_pixel_bomb_under_the_old_limit_is_refused(self):
+        from onepass.profile import Vision
+        most = Vision("<image>", ("<image>",), 33).max_pixels
+        self.assertLessEqual(most, 4096 * 4096)
+        tiny = png(1, 1)
+        bomb = tiny[:16] + struct.pack(">II", 7000, 7000) + tiny[24:]  # 7000x7000 in IHDR
+        with self.assertRaisesRegex(images.BadImage, "7000x7000 pixels"):
+            images.from_bytes(bomb, MB, most)
+
+    def test_truncated_images_are_refused(self):
+        whole = png(3, 2)
+        header_only = whole[:33]
+        cut = whole[:-20]
+        for name, data in (("header only", header_only), ("cut in IDAT", cut),
+                           ("jpeg header only", bytes.fromhex(
+                               "ffd8ffc0001108000200030301110002110003110000"))):
+            with self.subTest(name), self.assertRaisesRegex(images.BadImage, "ends before"):
+                images.from_bytes(data, MB, 10_000)
+        self.assertEqual(images.from_bytes(whole, MB, 10_000).width, 3)
+
+
 if __name__ == "__main__":
     unittest.main()

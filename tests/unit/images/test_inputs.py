@@ -229,7 +229,7 @@ class TestLayout(unittest.TestCase):
             self.assertEqual(user.count("<image>"), 2 * repeat)
             self.assertEqual(user.count("[image 1] <image>\n[image 2] <image>\n"), repeat)
             self.assertIn("<\u200bimage> typed by a client", user)
-            self.assertEqual(read.images, (d.images[0].data_url, d.images[1].data_url) * repeat)
+            self.assertEqual(read.images, (d.images[0], d.images[1]) * repeat)
             self.assertEqual(read.prompt, layout.wrap_chat(VLM, system, user))
 
     def test_text_requests_keep_the_text_path(self):
@@ -277,7 +277,7 @@ class TestEngineAndConfig(unittest.TestCase):
         system, user = read.chat
         self.assertEqual(messages[0], {"role": "system", "content": system})
         parts = messages[1]["content"]
-        urls = [p["image_url"]["url"] for p in parts if p["type"] == "image_url"]
+        urls = [p["image_url"]["url"].data_url for p in parts if p["type"] == "image_url"]
         self.assertEqual(urls, [RED, BLUE, RED, BLUE])
         rebuilt = "".join(p["text"] if p["type"] == "text" else "<image>" for p in parts)
         self.assertEqual(rebuilt, user)

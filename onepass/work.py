@@ -1,0 +1,69 @@
+"""One work budget per request: every call of the model it may make, counted before the first.
+
+Owns: the plan (the most calls a request can make: its label reads, a box's `present` and edge
+reads included; when it reasons, a thought for every question that may think and the re-reads
+after them; box and number generations), refusing a plan over `--max-reads` with a 422 before
+any engine call, and the spare calls an optional re-read (calibration.reread_below) may use.
+Never: calls vLLM, lays out prompts or decides who thinks (reasoning.py, think.py do).
+The limit is a total: no step starts a budget of its own.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import kinds
+from .decision import BOX, NUMBER, Decision
+from .errors import InvalidRequest, Problem
+from .prompt.layout import techniques
+from .reasoning import THINKS_WHEN_UNSURE
+
+GENERATED_BOX_MODES = ("generate", "hybrid")
+
+
+@dataclass(frozen=True)
+class Plan:
+    reads: int  # the first label reads (box presents and edges included)
+    thoughts: int  # at most one per question that may think
+    rereads: int  # the reads again after those thoughts
+    generations: int  # box and number answers
+
+    @property
+    def total(self) -> int:
+        return self.reads + self.thoughts + self.rereads + self.generations
+
+
+def plan(decision: Decision, reads: Decision, profile) -> Plan:
+    """The most calls `decision` can make; `reads` is the Decision its label reads answer (the
+    request's own, or parts.split's with box presents and edges)."""
+    opts = techniques(reads, profile)
+    first = sum(kinds.get(q.kind).num_reads(opts) for q in reads.questions)
+    ask = decision.reasoning
+    thinkers = []
+    if ask is not None and ask.mode != "off":  # auto: any of them may turn out unsure
+        may = THINKS_WHEN_UNSURE + ((NUMBER,) if ask.mode == "on" else ())
+        thinkers = [q for q in decision.questions if q.kind in may]
+    again = sum(kinds.get(q.kind).num_reads(opts) for q in thinkers if q.kind != NUMBER)
+    made = sum(q.kind == NUMBER or (q.kind == BOX and q.mode in GENERATED_BOX_MODES)
+               for q in decision.questions)
+    return Plan(first, len(thinkers), again, made)
+
+
+class Budget:
+    """A request's calls of the model: the plan is refused over the limit; what the plan leaves
+    is spare, for the optional re-read alone."""
+
+    def __init__(self, limit: int, planned: Plan):
+        if planned.total > limit:
+            raise InvalidRequest([Problem(("questions",), (
+                f"this request needs up to {planned.total} calls of the model ({planned.reads} "
+                f"reads, {planned.thoughts} thoughts, {planned.rereads} reads after them, "
+                f"{planned.generations} generations); this server makes at most {limit} per "
+                "request, every step counted"), "too_long")])
+        self.spare = limit - planned.total
+
+    def take_spare(self, calls: int) -> bool:
+        """True, and the calls taken, when the spare covers them."""
+        if calls > self.spare:
+            return False
+        self.spare -= calls
+        return True

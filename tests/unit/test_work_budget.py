@@ -1,0 +1,117 @@
+"""One work budget per request (issue 25): every call of the model a request may make (label
+reads, box presents and edges, thoughts, the reads after them, box and number generations) is
+counted before the first, against --max-reads as a total; over it is a 422 with no call made,
+and a request within it makes no more calls than it was counted for.
+Run: python3 -m unittest tests.unit.test_work_budget
+"""
+import unittest
+from concurrent.futures import Future
+from dataclasses import replace
+
+from onepass import config, parts, work
+from onepass.decision import BOX, CHOICE, NOUL, NUMBER, Decision, Option, Question, ReadResult
+from onepass.errors import InvalidRequest
+from onepass.pipeline import Pipeline
+from onepass.reasoning import Ask
+from test_shim import LABELS, PROFILE
+
+YES = (Option("true", None), Option("false", None))
+AB = (Option("a", None), Option("b", None))
+AS_READS = config.Layout(orders=2, orders_as_reads=True)
+
+
+class CountingEngine:
+    """Every call the pipeline makes, by kind: label reads (each Read one call) and
+    generations (each submit one); answers are constants (never read for content)."""
+
+    def __init__(self):
+        self.reads, self.generations = 0, 0
+
+    def count(self, texts):
+        return [len(t.encode()) // 4 for t in texts]
+
+    def read_all(self, reads):
+        self.reads += len(reads)
+        return [ReadResult(tuple(-1.0 for _ in r.label_token_ids), 10) for r in reads]
+
+    def submit(self, fn, *args):
+        self.generations += 1
+        done = Future()
+        done.set_result(("12", [("12", -0.1)], False, 10))
+        return done
+
+    @property
+    def calls(self) -> int:
+        return self.reads + self.generations
+
+
+def pipeline(max_reads: int) -> Pipeline:
+    settings = config.load(["--port", "0", "--max-reads", str(max_reads)], environ={})
+    pipe = Pipeline(settings, CountingEngine(), None)
+    pipe.profile, pipe.labels, pipe.max_len, pipe.structured = PROFILE, LABELS, 100_000, ""
+    return pipe
+
+
+def choices(n: int, reasoning=None, layout=AS_READS) -> Decision:
+    return Decision("m", "ticket", tuple(Question(CHOICE, f"q{i}?", AB) for i in range(n)),
+                    layout=layout, reasoning=reasoning)
+
+
+class TestWorkBudget(unittest.TestCase):
+    def test_the_issues_request_is_refused_before_any_call(self):
+        """400 choices read in two orders as reads (exactly 800 reads) with reasoning on made
+        1,600 label reads and 400 thoughts: now a 422 naming the total, and no call."""
+        pipe = pipeline(800)
+        with self.assertRaises(InvalidRequest) as ctx:
+            pipe.answer(choices(400, Ask("on")))
+        self.assertIn("needs up to 2000 calls of the model (800 reads, 400 thoughts, 800 "
+                      "reads after them, 0 generations); this server makes at most 800",
+                      ctx.exception.problems[0].msg)
+        self.assertEqual(pipe.engine.calls, 0)
+
+    def test_within_the_budget_every_call_is_counted(self):
+        """A request planned at exactly the limit is answered, in at most that many calls; one
+        question more is a 422 with no call. Auto counts every question that may think."""
+        for mode in ("on", "auto"):
+            with self.subTest(mode):
+                pipe = pipeline(20)  # 5 choices: 10 reads, 5 thoughts, 10 reads again = 25
+                with self.assertRaises(InvalidRequest):
+                    pipe.answer(choices(5, Ask(mode)))
+                self.assertEqual(pipe.engine.calls, 0)
+                pipe = pipeline(16)  # 4 choices: 8 + 4 + 8 = 20 > 16; 3: 6 + 3 + 6 = 15
+                pipe.answer(choices(3, Ask(mode)))
+                self.assertLessEqual(pipe.engine.calls, 15)
+
+    def test_numbers_and_thoughts_on_them(self):
+        numbers = tuple(Question(NUMBER, f"n{i}?", ()) for i in range(3))
+        decision = Decision("m", "ticket", numbers + (Question(NOUL, "y?", YES),),
+                            reasoning=Ask("on"))
+        self.assertEqual(work.plan(decision, parts.split(decision, 10).reads, PROFILE),
+                         work.Plan(reads=1, thoughts=4, rereads=1, generations=3))
+        pipe = pipeline(8)
+        with self.assertRaises(InvalidRequest):
+            pipe.answer(decision)
+        self.assertEqual(pipe.engine.calls, 0)
+        pipe = pipeline(9)
+        pipe.answer(decision)
+        self.assertLessEqual(pipe.engine.calls, 9)
+
+    def test_box_presents_edges_and_generations_count(self):
+        box = Question(BOX, "the red circle", (), mode="hybrid")
+        decision = Decision("m", "s", (box, Question(NOUL, "y?", YES)))
+        reads = parts.split(decision, 10).reads
+        self.assertEqual(work.plan(decision, reads, PROFILE),
+                         work.Plan(reads=1 + 4 + 1, thoughts=0, rereads=0, generations=1))
+
+    def test_an_optional_reread_only_from_the_spare(self):
+        """calibration.reread_below re-reads from what the plan leaves, never past the limit."""
+        unsure = replace(PROFILE.calibration, reread_below=1.0)  # every choice is unsure
+        for limit, calls in ((2, 2), (3, 2), (4, 4), (9, 4)):
+            with self.subTest(limit=limit):
+                pipe = pipeline(limit)
+                pipe.answer(replace(choices(2, layout=config.Layout()), calibration=unsure))
+                self.assertEqual(pipe.engine.calls, calls)
+
+
+if __name__ == "__main__":
+    unittest.main()
