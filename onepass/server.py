@@ -74,6 +74,11 @@ class Service:
         """Guard, then every question type through the full path; only then ready."""
         pipe = self.pipeline
         while pipe.labels is None:
+            down = self.engine.waiting()  # a quiet poll: vLLM starting is no engine error
+            if down:
+                self.reason = f"waiting for vLLM: {down}"
+                time.sleep(poll_s)
+                continue
             try:
                 labels, pipe.max_len = run_guard(self.engine, self.profile, self.root)
                 pipe.two_way = two_way_live(self.engine, self.profile, labels)

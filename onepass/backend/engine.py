@@ -4,7 +4,8 @@ Owns: HTTP to vLLM (/v1/completions; /v1/chat/completions for reads with images,
 URLs in image parts where the user turn has its image slots; /tokenize, /v1/models), timeouts,
 the connection pool,
 turning vLLM failures into EngineUnavailable (503), EngineFailed (502) or a capacity 422,
-and counting reads and failures by kind at this boundary (telemetry).
+and counting reads and failures by kind at this boundary (telemetry; the start-up wait for vLLM
+to come up is not a failure).
 Never: builds prompts or interprets probabilities beyond picking the label log-probs.
 In: Reads. Out: ReadResults, in the same order.
 """
@@ -64,8 +65,11 @@ class Engine:
             conn.close()
         return http.client.HTTPConnection(self.host, self.port, timeout=self.timeout_s), False
 
-    def call(self, method: str, path: str, body: dict | None = None) -> tuple[int, dict]:
-        """One HTTP exchange; a pooled connection that fails is retried once on a new one."""
+    def call(self, method: str, path: str, body: dict | None = None, *,
+             counted: bool = True) -> tuple[int, dict]:
+        """One HTTP exchange; a pooled connection that fails is retried once on a new one.
+        `counted=False`: its failure is no engine error (waiting for vLLM to come up)."""
+        failed = telemetry.engine_error if counted else (lambda kind: None)
         payload = None if body is None else json.dumps(body).encode()
         headers = {"Content-Type": "application/json"} if payload else {}
         for fresh in (False, True):
@@ -76,21 +80,21 @@ class Engine:
                 raw = response.read()
             except TimeoutError:
                 conn.close()
-                telemetry.engine_error("timeout")
+                failed("timeout")
                 raise EngineUnavailable(f"vLLM did not answer {path} within {self.timeout_s} s",
                                         retry_after_ms=1000) from None
             except (OSError, http.client.HTTPException) as e:
                 conn.close()
                 if reused:
                     continue
-                telemetry.engine_error("unreachable")
+                failed("unreachable")
                 raise EngineUnavailable(f"vLLM is unreachable at {self.host}:{self.port} "
                                         f"({type(e).__name__})", retry_after_ms=1000) from None
             self._idle.put((conn, time.monotonic()))
             try:
                 return response.status, json.loads(raw) if raw else {}
             except ValueError:
-                telemetry.engine_error("not_json")
+                failed("not_json")
                 raise EngineFailed(f"vLLM answered {path} with a body that is not JSON "
                                    f"(HTTP {response.status})") from None
         raise AssertionError("unreachable: the second attempt always uses a new connection")
@@ -219,6 +223,17 @@ class Engine:
             while len(self._counts) > COUNT_CACHE:  # oldest first (dicts keep insertion order)
                 del self._counts[next(iter(self._counts))]
         return [found[k] for k in keys]
+
+    def waiting(self) -> str | None:
+        """Why vLLM is not up yet, or None once it answers /v1/models. Not counted: the shim
+        polls this at start-up, and each poll before vLLM is up is expected, not an error."""
+        try:
+            status, _ = self.call("GET", "/v1/models", counted=False)
+        except EngineUnavailable as e:
+            return e.message
+        except EngineFailed:
+            return None  # up but odd: the guard's own call fails the start-up, counted
+        return f"vLLM answered /v1/models with HTTP {status}" if status in (503, 529) else None
 
     def served_models(self) -> list[dict]:
         """vLLM's model cards: `id` and `max_model_len` among others."""
