@@ -97,6 +97,11 @@ class Profile:
     vllm_args: tuple[str, ...] = ()  # the flags this profile needs from vLLM (serve.sh adds them)
     reasoning: object = None  # reasoning.Settings: how the model thinks first (None: never)
 
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Every name a request may send: the concrete one, then its aliases."""
+        return (self.model_name, *self.aliases)
+
 
 def load_profile(path: str, name: str) -> tuple[str, Profile]:
     try:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import metrics, openapi, telemetry
-from .api import decisions, systemone
+from .api import decisions, models, systemone
 from .backend.engine import Engine
 from .backend.probes import GuardFailed, run_guard, two_way_live
 from .backend.generation import structured_engine
@@ -127,10 +127,7 @@ class Service:
         return 503, {**doc, "reason": self.reason} if authorized else doc
 
     def models(self) -> dict:
-        p = self.profile
-        return {"models": [{"name": name, "description": p.description,
-                            "release_date": p.release_date}
-                           for name in (p.model_name, *p.aliases)]}
+        return models.document(self.profile)  # System One's and OpenAI's shapes at once
 
     # -- judging a request from its head ---------------------------------------------------
     def admit(self, method: str, path: str, query: str, headers) -> tuple[int | None, object]:
