@@ -94,8 +94,9 @@ def test_counters_move_by_what_the_answers_report(shim):
                  status="422") == 1
     assert delta(before, after, "onepass_requests_total", route="/v1/decisions",
                  status="200") == 1
-    assert delta(before, after, "onepass_request_duration_seconds_count",
-                 route="/v1/systemone") == 3
+    for status_class, n in (("2xx", 2), ("4xx", 1), ("5xx", 0)):
+        assert delta(before, after, "onepass_request_duration_seconds_count",
+                     route="/v1/systemone", status_class=status_class) == n, status_class
     for kind, n in (("noul", 2), ("choice", 2), ("score", 1), ("predicate", 1)):
         assert delta(before, after, "onepass_questions_total", type=kind) == n, kind
     tokens = sum(d["usage"]["input_tokens"] for d in docs)
@@ -105,6 +106,13 @@ def test_counters_move_by_what_the_answers_report(shim):
     assert after[("onepass_phase", frozenset({("phase", "ready")}))] == 1
     assert after[("onepass_phase", frozenset({("phase", "warming")}))] == 0
     assert after[("onepass_in_flight_requests", frozenset())] == 0
+    # every error kind is a series from the start, and the build says what is served
+    for kind in ("timeout", "unreachable", "not_json", "unavailable", "failed",
+                 "context_length", "two_way_budget", "bad_answer"):
+        assert ("onepass_engine_errors_total", frozenset({("kind", kind)})) in after, kind
+    info = [dict(labels) for name, labels in after if name == "onepass_build_info"]
+    assert [i["model"] for i in info] == ["onepass-smollm2-135m-instruct"], info
+    assert after[("process_resident_memory_bytes", frozenset())] > 0
 
     # the access log: one JSON line per request, its counts the same as the scrape's
     proc.terminate()
