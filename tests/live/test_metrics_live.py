@@ -134,3 +134,18 @@ def test_counters_move_by_what_the_answers_report(shim):
     text = "".join(lines)
     assert MARKER not in text and KEY not in text
     assert all(line.startswith("{") or " onepass " in line for line in lines), lines[-5:]
+
+
+def test_vllm_metrics_beside_the_shims(stack):
+    """docs/metrics.md's second scrape job: vLLM's own /metrics on its port, no key, parsed by
+    prometheus_client, with the series the docs point at."""
+    import urllib.request
+    with urllib.request.urlopen(stack.vllm_url + "/metrics", timeout=30) as r:
+        assert r.status == 200
+        text = r.read().decode()
+    names = {s.name for family in text_string_to_metric_families(text) for s in family.samples}
+    for name in ("vllm:num_requests_running", "vllm:num_requests_waiting",
+                 "vllm:kv_cache_usage_perc", "vllm:prompt_tokens_total",
+                 "vllm:prefix_cache_hits_total", "vllm:e2e_request_latency_seconds_count",
+                 "vllm:request_queue_time_seconds_count"):
+        assert name in names, name
