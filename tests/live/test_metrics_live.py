@@ -146,6 +146,8 @@ def test_vllm_metrics_beside_the_shims(stack):
     names = {s.name for family in text_string_to_metric_families(text) for s in family.samples}
     for name in ("vllm:num_requests_running", "vllm:num_requests_waiting",
                  "vllm:kv_cache_usage_perc", "vllm:prompt_tokens_total",
-                 "vllm:prefix_cache_hits_total", "vllm:e2e_request_latency_seconds_count",
-                 "vllm:request_queue_time_seconds_count"):
+                 "vllm:prefix_cache_queries_total", "vllm:prefix_cache_hits_total",
+                 "vllm:request_queue_time_seconds_count",
+                 "vllm:request_prefill_time_seconds_count",
+                 "vllm:e2e_request_latency_seconds_count"):
         assert name in names, name
