@@ -5,8 +5,7 @@ shape, and a streaming request refused on /v1/decisions."""
 import datetime
 import unittest
 
-from fake_engine import FakeEngine
-from test_shim import EMBEDDED, NOUL_Q, call, req, start_shim, stop_shim
+from test_shim import EMBEDDED, NOUL_Q, AgainstFakeEngine, call, req
 
 SERVED = ("onepass-smollm2-135m-instruct", "jev-latest")
 # OpenAI's `created`: the profile's release day at 00:00 UTC, in Unix seconds
@@ -20,17 +19,7 @@ def decisions(**extra):
             **extra}
 
 
-class TestClientCalls(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.fake = FakeEngine()
-        cls.server = start_shim(cls.fake.url)
-
-    @classmethod
-    def tearDownClass(cls):
-        stop_shim(cls.server)
-        cls.fake.stop()
-
+class TestClientCalls(AgainstFakeEngine):
     def test_models_in_both_shapes(self):
         status, _, doc = call(self.server, "GET", "/v1/models")
         self.assertEqual(status, 200)
