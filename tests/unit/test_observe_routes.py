@@ -134,9 +134,12 @@ class TestStartUp(unittest.TestCase):
                                       environ={}), ROOT)
         self.addCleanup(service.engine.close)
         before = counts()
-        polls = []
-        waiting = service.engine.waiting
-        service.engine.waiting = lambda: polls.append(1) or waiting()
+        polls, real_call = [], service.engine.call  # each poll asks vLLM for its models
+
+        def call_vllm(method, path, *args, **kwargs):
+            polls.append(path)
+            return real_call(method, path, *args, **kwargs)
+        service.engine.call = call_vllm
         warm = threading.Thread(target=service.warm_up, kwargs={"poll_s": 0.01}, daemon=True)
         warm.start()
         deadline = time.monotonic() + 10
