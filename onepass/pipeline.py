@@ -14,8 +14,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from . import kinds, parts, readout, think
-from .api import Limits, models
+from .api import Limits
 from .api.checks import MAX_LEVELS, MAX_OPTIONS
+from .api.models import unknown as unknown_model
 from .decision import BOX, CAUSAL, TWO_WAY, Decision, Outcome
 from .edge import transport
 from .errors import BadRequest, InvalidRequest, ModelNotFound, OverBudget, Problem
@@ -85,7 +86,7 @@ class Pipeline:
         in that order; the layout and calibration that apply are fixed here for every step."""
         model = self.resolve_model(request.model)
         if model is None:
-            raise ModelNotFound(models.unknown(request.model, self.profile))
+            raise ModelNotFound(unknown_model(request.model, self.profile))
         layout, calibration = self.resolve_options(request.overrides)
         return Decision(model=model, state=request.state, questions=request.questions,
                         attention_mode=self.resolve_mode(request.mode), layout=layout,

@@ -42,10 +42,10 @@ def parse(body, files: dict | None, limits: Limits) -> Request:
     for key in ("model", "input", "questions"):
         if key not in body:
             check.add((key,), f"Missing required parameter: '{key}'.", "missing")
+    _no_stream(body.get("stream"), check)
     model = body.get("model")
     if "model" in body and not isinstance(model, str):
         check.add(("model",), "model must be a string", "invalid_type")
-    _no_stream(body.get("stream"), check)
     images = Collector(check)
     state = input_state(body.get("input"), check, images) if "input" in body else None
     names, values, questions = [], [], []

@@ -65,11 +65,8 @@ class Engine:
             conn.close()
         return http.client.HTTPConnection(self.host, self.port, timeout=self.timeout_s), False
 
-    def call(self, method: str, path: str, body: dict | None = None, *,
-             counted: bool = True) -> tuple[int, dict]:
-        """One HTTP exchange; a pooled connection that fails is retried once on a new one.
-        `counted=False`: its failure is no engine error (waiting for vLLM to come up)."""
-        failed = telemetry.engine_error if counted else (lambda kind: None)
+    def call(self, method: str, path: str, body: dict | None = None) -> tuple[int, dict]:
+        """One HTTP exchange; a pooled connection that fails is retried once on a new one."""
         payload = None if body is None else json.dumps(body).encode()
         headers = {"Content-Type": "application/json"} if payload else {}
         for fresh in (False, True):
@@ -80,21 +77,21 @@ class Engine:
                 raw = response.read()
             except TimeoutError:
                 conn.close()
-                failed("timeout")
+                telemetry.engine_error("timeout")
                 raise EngineUnavailable(f"vLLM did not answer {path} within {self.timeout_s} s",
                                         retry_after_ms=1000) from None
             except (OSError, http.client.HTTPException) as e:
                 conn.close()
                 if reused:
                     continue
-                failed("unreachable")
+                telemetry.engine_error("unreachable")
                 raise EngineUnavailable(f"vLLM is unreachable at {self.host}:{self.port} "
                                         f"({type(e).__name__})", retry_after_ms=1000) from None
             self._idle.put((conn, time.monotonic()))
             try:
                 return response.status, json.loads(raw) if raw else {}
             except ValueError:
-                failed("not_json")
+                telemetry.engine_error("not_json")
                 raise EngineFailed(f"vLLM answered {path} with a body that is not JSON "
                                    f"(HTTP {response.status})") from None
         raise AssertionError("unreachable: the second attempt always uses a new connection")
@@ -225,14 +222,17 @@ class Engine:
         return [found[k] for k in keys]
 
     def waiting(self) -> str | None:
-        """Why vLLM is not up yet, or None once it answers /v1/models. Not counted: the shim
-        polls this at start-up, and each poll before vLLM is up is expected, not an error."""
+        """Why vLLM is not up yet, or None once it answers /v1/models. On a connection of its
+        own and not counted: the shim polls this at start-up, and a poll before vLLM is up is
+        expected, not an engine error (the start-up checks that follow count as usual)."""
+        conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout_s)
         try:
-            status, _ = self.call("GET", "/v1/models", counted=False)
-        except EngineUnavailable as e:
-            return e.message
-        except EngineFailed:
-            return None  # up but odd: the guard's own call fails the start-up, counted
+            conn.request("GET", self.prefix + "/v1/models")
+            status = conn.getresponse().status
+        except (OSError, http.client.HTTPException) as e:
+            return f"vLLM is unreachable at {self.host}:{self.port} ({type(e).__name__})"
+        finally:
+            conn.close()
         return f"vLLM answered /v1/models with HTTP {status}" if status in (503, 529) else None
 
     def served_models(self) -> list[dict]:

@@ -7,7 +7,9 @@ import json
 import socket
 import threading
 import time
+import types
 import unittest
+from unittest import mock
 
 import onepass
 from fake_engine import FakeEngine
@@ -134,12 +136,11 @@ class TestStartUp(unittest.TestCase):
                                       environ={}), ROOT)
         self.addCleanup(service.engine.close)
         before = counts()
-        polls, real_call = [], service.engine.call  # each poll asks vLLM for its models
-
-        def call_vllm(method, path, *args, **kwargs):
-            polls.append(path)
-            return real_call(method, path, *args, **kwargs)
-        service.engine.call = call_vllm
+        polls = []  # the wait sleeps once after each poll that found vLLM not up
+        pause = types.SimpleNamespace(sleep=lambda s: polls.append(s) or time.sleep(s))
+        patch = mock.patch("onepass.server.time", pause)
+        patch.start()
+        self.addCleanup(patch.stop)
         warm = threading.Thread(target=service.warm_up, kwargs={"poll_s": 0.01}, daemon=True)
         warm.start()
         deadline = time.monotonic() + 10
