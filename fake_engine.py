@@ -108,13 +108,15 @@ class Handler(BaseHTTPRequestHandler):
 
 
 class FakeEngine:
-    """mode: "answer" (default) or "5xx"; delay_s: each POST waits this long first."""
+    """mode: "answer" (default) or "5xx"; delay_s: each POST waits this long first; port: 0 for
+    any free one, or a given one (a vLLM that comes up where the shim already waits)."""
 
-    def __init__(self, mode: str = "answer", delay_s: float = 0.0, profile: str = ""):
+    def __init__(self, mode: str = "answer", delay_s: float = 0.0, profile: str = "",
+                 port: int = 0):
         _, prof = config.load_profile(str(ROOT / "serve_config.json"), profile)
         handler = type("FakeHandler", (Handler,), {"mode": mode, "delay_s": delay_s,
                                                    "vocab": Vocabulary(prof)})
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.server = ThreadingHTTPServer(("127.0.0.1", port), handler)
         self.server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()

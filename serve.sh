@@ -155,6 +155,7 @@ start_vllm() {
     --dtype "$dtype" --max-model-len "$(profile_field max_model_len)" $eager $backend \
     --enable-prompt-tokens-details --structured-outputs-config "$structured" \
     "${head[@]}" "${profile_args[@]}" ${ONEPASS_VLLM_ARGS:-}
+  VLLM_DTYPE=$dtype  # the shim reports it in onepass_build_info
   echo "+ $* > $LOG_DIR/vllm.log"
   setsid "$@" > "$LOG_DIR/vllm.log" 2>&1 &
   VLLM_PID=$!
@@ -164,7 +165,7 @@ start_vllm() {
 start_shim() {
   say "start shim: start"
   set -- "$PY" "$ROOT/shim.py" --config "$ROOT/serve_config.json" --host "$HOST" --port "$PORT" \
-    --vllm "http://127.0.0.1:$VLLM_PORT"
+    --vllm "http://127.0.0.1:$VLLM_PORT" --vllm-dtype "${VLLM_DTYPE:-unknown}" --vllm-device "$DEVICE"
   [ -n "${ONEPASS_PROFILE:-}" ] && set -- "$@" --profile "$ONEPASS_PROFILE"
   echo "+ $* > $LOG_DIR/shim.log"
   "$@" > "$LOG_DIR/shim.log" 2>&1 &

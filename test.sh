@@ -2,7 +2,8 @@
 # test.sh: the whole test suite on a fresh machine. Sets up with serve.sh --setup-only, then runs
 # the stdlib tests (the machine's python3 without site-packages, then under coverage) and the
 # live suite, which starts one real vLLM CPU server through serve.sh for the session (and HAProxy
-# in front of two more for the balancer test; installed here as root when missing).
+# in front of two more for the balancer test; installed here as root when missing, as is
+# promtool for the alert rules' test).
 # The suites, each named once: STDLIB is every test_*.py at the root (test_shim, test_security)
 # and under tests/unit/ (found by discovery: a package per folder); LIVE is tests/live/ and
 # card_tests/ (the docs held to the code and the live server), one pytest session sharing the
@@ -15,21 +16,29 @@ STDLIB=(-m unittest discover --start-directory . --top-level-directory . --patte
 LIVE=(tests/live card_tests)
 echo "test.sh: setup"
 ONEPASS_DEVICE=cpu bash serve.sh --setup-only
-# HAProxy for tests/live/test_balancer_live.py (deploy/): Debian's package, run here as
-# haproxy 2.6.12-1+deb12u3 (bookworm). Installed when missing if we are root with apt-get;
-# otherwise the setup stops here saying so.
-if ! command -v haproxy >/dev/null && [ ! -x /usr/sbin/haproxy ]; then
+# need CMD PACKAGE USER: Debian's PACKAGE installed when CMD is missing, if we are root with
+# apt-get; otherwise the setup stops here saying so.
+need() {
+  { command -v "$1" || [ -x "/usr/sbin/$1" ]; } >/dev/null && return 0
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     export DEBIAN_FRONTEND=noninteractive
-    apt-get install -y -q haproxy || { apt-get update -q && apt-get install -y -q haproxy; } ||
-      { echo "test.sh: error: apt-get install haproxy failed" >&2; exit 10; }
+    apt-get install -y -q "$2" || { apt-get update -q && apt-get install -y -q "$2"; } ||
+      { echo "test.sh: error: apt-get install $2 failed" >&2; exit 10; }
   else
-    echo "test.sh: error: haproxy is not installed (the balancer test needs it): run" \
-      "apt-get install -y haproxy as root, or put haproxy on PATH" >&2
+    echo "test.sh: error: $1 is not installed ($3 needs it): run apt-get install -y $2 as" \
+      "root, or put $1 on PATH" >&2
     exit 10
   fi
-fi
+}
+# HAProxy for tests/live/test_balancer_live.py (deploy/): run here as haproxy 2.6.12-1+deb12u3
+# (bookworm).
+need haproxy haproxy "the balancer test"
 echo "test.sh: $(PATH=$PATH:/usr/sbin haproxy -v | head -n 1)"
+# promtool for tests/unit/test_prometheus_rules.py (deploy/prometheus/: `promtool check rules`,
+# `promtool test rules`), from the prometheus package, run here as 2.42.0+ds-5+deb12u1
+# (bookworm); under CI=true that test fails without it.
+need promtool prometheus "the alert rules' test"
+echo "test.sh: $(promtool --version 2>&1 | head -n 1)"
 echo "test.sh: stdlib tests with the machine's python3 (no site-packages)"
 python3 -S "${STDLIB[@]}" 2>&1 | tail -n 3
 echo "test.sh: stdlib tests with coverage of onepass/"

@@ -20,7 +20,7 @@ import fuzz_cases
 from edge_client import Incomplete, ShimProcess, exchange, read_response, request, run_cases
 from fuzz_cases import CORPUS, PIPELINED, VALID, post
 from fake_engine import FakeEngine
-from test_shim import NOUL_Q, call, req, start_shim, stop_shim
+from test_shim import NOUL_Q, AgainstFakeEngine, call, req, start_shim, stop_shim
 
 KEY = {"Authorization": "Bearer k-123"}
 
@@ -386,20 +386,10 @@ def decisions(**changes) -> dict:
         {"type": "predicate", "name": "refund", "instructions": "Refund?"}], **changes}
 
 
-class TestBadInput(unittest.TestCase):
+class TestBadInput(AgainstFakeEngine):
     """Each input that once got a 500 or no response (the issue's list), against an engine that
     answers, so that nothing stops it before the stage that failed: now a 4xx in the route's
     shape, or a 200 where the input is fine after all."""
-
-    @classmethod
-    def setUpClass(cls):
-        cls.fake = FakeEngine()
-        cls.server = start_shim(cls.fake.url)
-
-    @classmethod
-    def tearDownClass(cls):
-        stop_shim(cls.server)
-        cls.fake.stop()
 
     def send(self, path: str, body) -> tuple[int, dict]:
         data = body if isinstance(body, bytes) else json.dumps(body).encode()

@@ -570,6 +570,20 @@ def stop_shim(server):
     server.service.engine.close()
 
 
+class AgainstFakeEngine(unittest.TestCase):
+    """A class's tests share one shim (ready, no guard) before a fake engine that answers."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.fake = FakeEngine()
+        cls.server = start_shim(cls.fake.url)
+
+    @classmethod
+    def tearDownClass(cls):
+        stop_shim(cls.server)
+        cls.fake.stop()
+
+
 def call(server, method="POST", path="/v1/systemone", body=None, headers=None):
     conn = http.client.HTTPConnection(*server.server_address[:2], timeout=10)
     payload = json.dumps(body).encode() if isinstance(body, dict) else body

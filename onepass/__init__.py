@@ -22,5 +22,6 @@ errors (the catalogue), kinds/ (one unit per question kind, one registry), backe
 metrics + telemetry (/metrics, counted outside the path, and the JSON access log), openapi/
 (/openapi.json).
 """
+__version__ = "0.1.0"  # reported by onepass_build_info; bump it when a build is released
 STEPS = ("parse", "resolve", "images", "fit", "reads", "readout", "reread", "think", "generate",
          "render")

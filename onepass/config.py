@@ -63,6 +63,11 @@ SETTINGS = {
                       "connection is closed unanswered (close: behind a balancer that retries "
                       "such a request elsewhere, and only such)"),
     "log_level": (str, "info", "ONEPASS_LOG_LEVEL", "debug, info, warning or error"),
+    # reported only (onepass_build_info): the shim cannot ask vLLM, serve.sh passes its choice
+    "vllm_dtype": (str, "unknown", "ONEPASS_VLLM_DTYPE", "the dtype vLLM serves in, as reported "
+                   "by the onepass_build_info metric (serve.sh passes the one it chose)"),
+    "vllm_device": (str, "unknown", "ONEPASS_VLLM_DEVICE", "the device vLLM runs on (cpu or "
+                    "gpu), as reported by onepass_build_info (serve.sh passes it)"),
     "image_links": (str, "public", "ONEPASS_IMAGE_LINKS",
                     "image links: public (fetch from public addresses only), off (refuse every "
                     "link), or all (private and loopback addresses too: trusted networks, tests)"),

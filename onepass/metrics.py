@@ -2,15 +2,19 @@
 
 Owns: the metric types, their thread-safe updates, bounded label sets (each label names the
 values it may take; anything else is counted under `other`, so no client input can grow a
-series) and the text exposition format 0.0.4 (HELP/TYPE lines, escaping, cumulative buckets).
+series), every declared series present at 0 from the start (a series that appears only at its
+first event hides that event from rate() and from alerts) and the text exposition format 0.0.4
+(HELP/TYPE lines, escaping, cumulative buckets).
 Never: knows what onepass counts (telemetry.py does) or serves HTTP.
 """
 from __future__ import annotations
 
+import itertools
 import math
 import threading
 
 OTHER = "other"  # the label value for anything outside a label's declared values
+FREE = None  # a label's values: whatever the process sets (its own configuration, one series)
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
@@ -31,19 +35,37 @@ def number(value: float) -> str:
 
 
 class Metric:
-    """A named family; `labels` maps each label name to the values it may take."""
+    """A named family. `labels` maps each label name to the values it may take, or to FREE for
+    a value the process sets from its own configuration (never from a request). `start` names,
+    per label, the values whose series exist at 0 from the start (default: every declared one);
+    `read` gives the series at scrape time instead ({label values: value})."""
     kind = ""
 
-    def __init__(self, registry: "Registry", name: str, help_text: str, labels: dict):
-        self.registry, self.name, self.help = registry, name, help_text
+    def __init__(self, registry: "Registry", name: str, help_text: str, labels: dict,
+                 start: dict | None = None, read=None):
+        self.registry, self.name, self.help, self.read = registry, name, help_text, read
         self.label_names = tuple(labels)
-        self.allowed = tuple(frozenset(str(v) for v in values) for values in labels.values())
+        self.allowed = tuple(None if values is FREE else frozenset(str(v) for v in values)
+                             for values in labels.values())
         self.series: dict[tuple, object] = {}
+        if read is None and FREE not in labels.values():
+            start = {**labels, **(start or {})}
+            for key in itertools.product(*(start[n] for n in self.label_names)):
+                self.series[self.key(key)] = self.empty()
+
+    def empty(self):
+        return 0
 
     def key(self, values: tuple) -> tuple:
         if len(values) != len(self.label_names):
             raise ValueError(f"{self.name} takes labels {self.label_names}, got {values}")
-        return tuple(str(v) if str(v) in ok else OTHER for v, ok in zip(values, self.allowed))
+        return tuple(str(v) if ok is None or str(v) in ok else OTHER
+                     for v, ok in zip(values, self.allowed))
+
+    def current(self) -> dict:
+        if self.read is None:
+            return self.series
+        return {self.key(k if isinstance(k, tuple) else (k,)): v for k, v in self.read().items()}
 
     def label_text(self, key: tuple, extra: tuple = ()) -> str:
         pairs = [*zip(self.label_names, key), *extra]
@@ -55,8 +77,12 @@ class Metric:
         return [f"# HELP {self.name} {_escape(self.help, False)}",
                 f"# TYPE {self.name} {self.kind}"]
 
+    def lines(self) -> list[str]:
+        return [f"{self.name}{self.label_text(k)} {number(v)}" for k, v in self.current().items()]
+
 
 class Counter(Metric):
+    """Counted by the code, or read at scrape time (a total the process keeps, like CPU time)."""
     kind = "counter"
 
     def inc(self, *labels, by: float = 1) -> None:
@@ -66,42 +92,33 @@ class Counter(Metric):
         with self.registry.lock:
             self.series[key] = self.series.get(key, 0) + by
 
-    def lines(self) -> list[str]:
-        return [f"{self.name}{self.label_text(k)} {number(v)}" for k, v in self.series.items()]
-
 
 class Gauge(Metric):
-    """A value set by the code, or read at scrape time from `read` ({label values: value})."""
+    """A value set by the code, or read at scrape time."""
     kind = "gauge"
-
-    def __init__(self, *args, read=None):
-        super().__init__(*args)
-        self.read = read
 
     def set(self, value: float, *labels) -> None:
         key = self.key(labels)
         with self.registry.lock:
             self.series[key] = value
 
-    def lines(self) -> list[str]:
-        series = self.series if self.read is None else {
-            self.key(k if isinstance(k, tuple) else (k,)): v for k, v in self.read().items()}
-        return [f"{self.name}{self.label_text(k)} {number(v)}" for k, v in series.items()]
-
 
 class Histogram(Metric):
     kind = "histogram"
 
-    def __init__(self, *args, buckets: tuple):
-        super().__init__(*args)
+    def __init__(self, *args, buckets: tuple, **kwargs):
         if list(buckets) != sorted(set(buckets)) or not buckets:
             raise ValueError("histogram buckets must be distinct and increasing")
         self.bounds = tuple(float(b) for b in buckets if not math.isinf(b))
+        super().__init__(*args, **kwargs)  # after the bounds: the empty series need them
+
+    def empty(self):
+        return [0] * (len(self.bounds) + 1), 0.0
 
     def observe(self, value: float, *labels) -> None:
         key = self.key(labels)
         with self.registry.lock:
-            counts, total = self.series.get(key) or ([0] * (len(self.bounds) + 1), 0.0)
+            counts, total = self.series.get(key) or self.empty()
             # each observation lands in its first bucket; rendering makes them cumulative
             i = next((i for i, b in enumerate(self.bounds) if value <= b), len(self.bounds))
             counts[i] += 1
@@ -133,15 +150,15 @@ class Registry:
         self.metrics[metric.name] = metric
         return metric
 
-    def counter(self, name: str, help_text: str, labels: dict | None = None) -> Counter:
-        return self._add(Counter(self, name, help_text, labels or {}))
+    def counter(self, name: str, help_text: str, labels: dict | None = None, **kw) -> Counter:
+        return self._add(Counter(self, name, help_text, labels or {}, **kw))
 
-    def gauge(self, name: str, help_text: str, labels: dict | None = None, read=None) -> Gauge:
-        return self._add(Gauge(self, name, help_text, labels or {}, read=read))
+    def gauge(self, name: str, help_text: str, labels: dict | None = None, **kw) -> Gauge:
+        return self._add(Gauge(self, name, help_text, labels or {}, **kw))
 
     def histogram(self, name: str, help_text: str, buckets: tuple,
-                  labels: dict | None = None) -> Histogram:
-        return self._add(Histogram(self, name, help_text, labels or {}, buckets=buckets))
+                  labels: dict | None = None, **kw) -> Histogram:
+        return self._add(Histogram(self, name, help_text, labels or {}, buckets=buckets, **kw))
 
     def render(self) -> str:
         """The text exposition format 0.0.4, one family after another, ending in a newline."""

@@ -16,6 +16,7 @@ from dataclasses import replace
 from . import kinds, parts, readout, think, work
 from .api import Limits
 from .api.checks import MAX_LEVELS, MAX_OPTIONS
+from .api.models import unknown as unknown_model
 from .decision import BOX, CAUSAL, TWO_WAY, Decision, Outcome
 from .edge import transport
 from .errors import BadRequest, InvalidRequest, ModelNotFound, OverBudget, Problem
@@ -89,7 +90,7 @@ class Pipeline:
         in that order; the layout and calibration that apply are fixed here for every step."""
         model = self.resolve_model(request.model)
         if model is None:
-            raise ModelNotFound(f"Unknown model: {request.model}")
+            raise ModelNotFound(unknown_model(request.model, self.profile))
         layout, calibration = self.resolve_options(request.overrides)
         return Decision(model=model, state=request.state, questions=request.questions,
                         attention_mode=self.resolve_mode(request.mode), layout=layout,
@@ -106,7 +107,7 @@ class Pipeline:
         return asked
 
     def resolve_model(self, name: str) -> str | None:
-        if name == self.profile.model_name or name in self.profile.aliases:
+        if name in self.profile.names:
             return self.profile.model_name
         return None
 

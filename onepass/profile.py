@@ -100,6 +100,11 @@ class Profile:
     head_dtype: str = "float32"  # "model": the lm_head in the served dtype (an opt-out that
     # needs a measurement in provenance); serve.sh runs it in fp32 otherwise
 
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Every name a request may send: the concrete one, then its aliases."""
+        return (self.model_name, *self.aliases)
+
 
 def load_profile(path: str, name: str) -> tuple[str, Profile]:
     try:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import metrics, openapi, telemetry
-from .api import decisions, systemone
+from .api import decisions, models, systemone
 from .backend.engine import Engine
 from .backend.probes import GuardFailed, run_guard, two_way_live
 from .backend.generation import structured_engine
@@ -77,6 +77,11 @@ class Service:
         """Guard, then every question type through the full path; only then ready."""
         pipe = self.pipeline
         while pipe.labels is None:
+            down = self.engine.waiting()  # a quiet poll: vLLM starting is no engine error
+            if down:
+                self.reason = f"waiting for vLLM: {down}"
+                time.sleep(poll_s)
+                continue
             try:
                 labels, pipe.max_len = run_guard(self.engine, self.profile, self.root)
                 pipe.two_way = two_way_live(self.engine, self.profile, labels)
@@ -125,10 +130,7 @@ class Service:
         return 503, {**doc, "reason": self.reason} if authorized else doc
 
     def models(self) -> dict:
-        p = self.profile
-        return {"models": [{"name": name, "description": p.description,
-                            "release_date": p.release_date}
-                           for name in (p.model_name, *p.aliases)]}
+        return models.document(self.profile)  # System One's and OpenAI's shapes at once
 
     # -- judging a request from its head ---------------------------------------------------
     def admit(self, method: str, path: str, query: str, headers) -> tuple[int | None, object]:

@@ -3,8 +3,9 @@
 Owns: every onepass_* metric and its label values, counting a finished request from what the
 edge knows (route, status, time) and from the response document it rendered (answers' types,
 usage, cut questions), the engine's and the image fetcher's counts at their boundaries, the
-per-request tally of reads (a thread-local: a request is decided on its connection's thread)
-and the one JSON access log line per request.
+per-request tally of reads (a thread-local: a request is decided on its connection's thread),
+the build's and the process's own series (procstats.py reads the latter) and the one JSON
+access log line per request.
 Never: reads a request body, logs a body, a key, an image or a question id, or takes a label
 value from client input (routes and types are checked against fixed sets).
 """
@@ -15,13 +16,15 @@ import json
 import threading
 import time
 
-from .metrics import Registry
+from . import __version__, errors, procstats
+from .metrics import FREE, OTHER, Registry
 
 REGISTRY = Registry()
 # server.ROUTES, spelled out here (server imports this module); a unit test keeps them equal
 ROUTES = ("/v1/systemone", "/systemone", "/v1/decisions", "/decisions", "/v1/models", "/health",
           "/metrics", "/openapi.json")
 STATUSES = tuple(s.value for s in http.HTTPStatus) + (529,)
+STATUS_CLASSES = ("2xx", "4xx", "5xx")
 # answer types as the adapters render them, on either API
 TYPES = ("noul", "choice", "score", "box", "number", "predicate")
 PHASES = ("warming", "ready", "failed", "draining")
@@ -31,12 +34,32 @@ ENGINE_ERRORS = ("timeout", "unreachable", "not_json", "unavailable", "failed",
 FETCH_OUTCOMES = ("ok", "refused", "failed")
 DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 
+
+
+def _answered_statuses() -> tuple[int, ...]:
+    """200 and every status an error of the catalogue answers with (errors.py)."""
+    found, todo = {200}, [errors.OnepassError]
+    while todo:
+        cls = todo.pop()
+        found.add(cls.status)
+        todo += cls.__subclasses__()
+    return tuple(sorted(found))
+
+
+# every route's series of each status the shim answers with exist from the start (the rest of
+# STATUSES appear when first answered): 5xx alerts see the first failure
 REQUESTS = REGISTRY.counter("onepass_requests_total", "HTTP requests answered, by route "
                             "(other: an unknown path) and status",
-                            {"route": ROUTES, "status": STATUSES})
+                            {"route": ROUTES + (OTHER,), "status": STATUSES},
+                            start={"status": _answered_statuses()})
 DURATION = REGISTRY.histogram("onepass_request_duration_seconds", "time from a request's first "
-                              "byte to its response ready to send, by route", DURATION_BUCKETS,
-                              {"route": ROUTES})
+                              "byte to its response ready to send, by route and status class "
+                              "(2xx, 4xx, 5xx)", DURATION_BUCKETS,
+                              {"route": ROUTES + (OTHER,), "status_class": STATUS_CLASSES})
+BUILD_INFO = REGISTRY.gauge("onepass_build_info", "1, labelled with what this shim serves: its "
+                            "version, the model, the profile and vLLM's dtype and device",
+                            dict.fromkeys(("version", "model", "profile", "dtype", "device"),
+                                          FREE), read=lambda: _service_read("build"))
 IN_FLIGHT = REGISTRY.gauge("onepass_in_flight_requests", "decision requests being answered "
                            "(holding an in-flight slot)", read=lambda: _service_read("in_flight"))
 PHASE = REGISTRY.gauge("onepass_phase", "1 for the shim's phase (warming, ready, failed, "
@@ -61,6 +84,7 @@ READS = REGISTRY.counter("onepass_engine_reads_total", "label reads sent to vLLM
                          "pass each; warm-up included)")
 ENGINE_ERRORS_TOTAL = REGISTRY.counter("onepass_engine_errors_total", "vLLM calls that failed, "
                                        "by kind", {"kind": ENGINE_ERRORS})
+procstats.register(REGISTRY)
 
 _service = None  # the running Service, read at scrape time (set by watch)
 _local = threading.local()
@@ -77,12 +101,19 @@ def _service_read(what: str) -> dict:
         return {}
     if what == "in_flight":
         return {(): s.slots.busy}
+    if what == "build":
+        st = s.settings
+        return {(__version__, s.profile.model_name, st.profile, st.vllm_dtype, st.vllm_device): 1}
     phase = "draining" if s.slots.closed else s.phase
     return {(p,): int(p == phase) for p in PHASES}
 
 
 def route_of(path: str) -> str:
-    return path if path in ROUTES else "other"
+    return path if path in ROUTES else OTHER
+
+
+def status_class(status: int) -> str:
+    return f"{status // 100}xx"  # outside STATUS_CLASSES (0: closed unanswered) is `other`
 
 
 # -- the per-request tally ------------------------------------------------------------------
@@ -113,7 +144,7 @@ def finish(method: str, path: str, shown: str, status: int, started: float, doc,
     duration = time.monotonic() - started
     route = route_of(path)
     REQUESTS.inc(route, status)
-    DURATION.observe(duration, route)
+    DURATION.observe(duration, route, status_class(status))
     answers, usage = _answers_and_usage(doc) if status == 200 else ([], {})
     for answer in answers:
         QUESTIONS.inc(answer.get("type") if isinstance(answer, dict) else None)

@@ -42,6 +42,7 @@ def parse(body, files: dict | None, limits: Limits) -> Request:
     for key in ("model", "input", "questions"):
         if key not in body:
             check.add((key,), f"Missing required parameter: '{key}'.", "missing")
+    _no_stream(body.get("stream"), check)
     model = body.get("model")
     if "model" in body and not isinstance(model, str):
         check.add(("model",), "model must be a string", "invalid_type")
@@ -64,6 +65,16 @@ def parse(body, files: dict | None, limits: Limits) -> Request:
                 questions.append(question)
     return request(check, body, model=model, state=state, questions=questions,
                    images=images.sources, meta=Meta(tuple(names), tuple(values)))
+
+
+def _no_stream(stream, check: Checker) -> None:
+    """Every answer is one JSON document: a client asking for events is told so, rather than
+    handed a document where it waits for `data:` lines."""
+    if stream is True:
+        check.add(("stream",), "streaming is not supported: this server answers each request "
+                  "with one JSON document; leave stream out or send false", "unsupported_value")
+    elif stream is not None and stream is not False:
+        check.add(("stream",), "stream must be a boolean", "invalid_type")
 
 
 def _question(q, loc, check: Checker, max_choices: int, images: Collector):

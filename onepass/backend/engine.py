@@ -4,7 +4,8 @@ Owns: HTTP to vLLM (/v1/completions; /v1/chat/completions for reads with images,
 URLs in image parts where the user turn has its image slots; /tokenize, /v1/models), timeouts,
 the connection pool,
 turning vLLM failures into EngineUnavailable (503), EngineFailed (502) or a capacity 422,
-and counting reads and failures by kind at this boundary (telemetry).
+and counting reads and failures by kind at this boundary (telemetry; the start-up wait for vLLM
+to come up is not a failure).
 Never: builds prompts or interprets probabilities beyond picking the label log-probs.
 In: Reads. Out: ReadResults, in the same order.
 """
@@ -233,6 +234,20 @@ class Engine:
             while len(self._counts) > COUNT_CACHE:  # oldest first (dicts keep insertion order)
                 del self._counts[next(iter(self._counts))]
         return [found[k] for k in keys]
+
+    def waiting(self) -> str | None:
+        """Why vLLM is not up yet, or None once it answers /v1/models. On a connection of its
+        own and not counted: the shim polls this at start-up, and a poll before vLLM is up is
+        expected, not an engine error (the start-up checks that follow count as usual)."""
+        conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout_s)
+        try:
+            conn.request("GET", self.prefix + "/v1/models")
+            status = conn.getresponse().status
+        except (OSError, http.client.HTTPException) as e:
+            return f"vLLM is unreachable at {self.host}:{self.port} ({type(e).__name__})"
+        finally:
+            conn.close()
+        return f"vLLM answered /v1/models with HTTP {status}" if status in (503, 529) else None
 
     def served_models(self) -> list[dict]:
         """vLLM's model cards: `id` and `max_model_len` among others."""

@@ -189,6 +189,8 @@ def decisions_request(max_questions: int, max_options: int) -> dict:
                                      "items": {"anyOf": [message, *call, output]}}]},
         "questions": {"type": "array", "minItems": 1, "maxItems": max_questions,
                       "items": {"anyOf": questions}},
+        "stream": {"enum": [False, None], "description": "answers are never streamed: "
+                   "true is refused with 400 (param `stream`)"},
         **OPTIONS,
     }, ["model", "input", "questions"], extra=True,
         description="prompt_cache_key, safety_identifier and other unknown fields are ignored")
@@ -239,7 +241,11 @@ HEALTH = obj({"status": {"enum": ["ok", "live", "warming", "failed", "draining"]
               "attention_modes": {"type": "array", "items": {"enum": ["causal", "bidirectional"]}},
               "default_attention_mode": {"type": "string"}, "reason": {"type": "string"}},
              ["status"])
+# System One's list (typesafe-sdk) and OpenAI's (the openai client) in one document
 MODELS = obj({"models": {"type": "array", "minItems": 1, "items": obj(
     {"name": {"type": "string"}, "description": {"type": "string"},
-     "release_date": {"type": "string"}}, ["name", "description", "release_date"])}},
-    ["models"])
+     "release_date": {"type": "string"}}, ["name", "description", "release_date"])},
+    "object": kind("list"), "data": {"type": "array", "minItems": 1, "items": obj(
+        {"id": {"type": "string"}, "object": kind("model"), "created": COUNT,
+         "owned_by": {"type": "string"}}, ["id", "object", "created", "owned_by"])}},
+    ["models", "object", "data"])

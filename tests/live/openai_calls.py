@@ -81,6 +81,9 @@ def run(client, scenario: str) -> dict:
                 "decisions": [decision(d) for d in result["decisions"]],
                 "attempted": result["attempted_candidate_ids"],
                 "completed": result["completed_candidate_ids"]}
+    if scenario == "models":  # GET /v1/models as the client pages through it
+        return {"models": [[m.id, m.object, type(m.created).__name__, m.owned_by]
+                           for m in client.models.list()]}
     bad = {"one_choice": dict(model="jev-latest", input=TICKET,
                               questions=[{**CHOICE, "choices": [{"value": "billing"}]}]),
            "unknown_model": dict(model="gpt-6-luna", input=TICKET, questions=[PREDICATE]),
@@ -90,6 +93,8 @@ def run(client, scenario: str) -> dict:
            "data_image": dict(model="jev-latest", input=TICKET, questions=[
                {**PREDICATE, "instructions": [{"type": "input_image", "image_url": PNG}]}]),
            "no_questions": dict(model="jev-latest", input=TICKET, questions=[]),
+           "stream": dict(model="jev-latest", input=TICKET, questions=[PREDICATE],
+                          extra_body={"stream": True}),
            "auth": dict(model="jev-latest", input=TICKET, questions=[PREDICATE])}[scenario]
     try:
         create(**bad)

@@ -1,7 +1,10 @@
 """The official TypeSafe SDK and 16 concurrent requests against the real stack."""
 from concurrent.futures import ThreadPoolExecutor
 
+import pytest
+
 from contract import check_response
+from test_decisions_live import client as openai_client
 from test_systemone_live import CHOICE, NOUL, SCORE, TICKET, raw
 
 
@@ -34,6 +37,25 @@ def test_typesafe_sdk_system_one_and_models(stack):
         assert isinstance(r.usage.input_tokens, int) and r.usage.input_tokens > 0
         names = [m.name for m in client.models.list().models]
         assert "jev-latest" in names and "onepass-smollm2-135m-instruct" in names
+
+
+def test_both_clients_list_the_models(stack):
+    """GET /v1/models in one document both real clients read: typesafe-sdk's models.list()
+    (System One's `models`) and openai 3.51.0's client.models.list() (OpenAI's `data`); an
+    unknown model's error names them on both routes."""
+    from typesafe_sdk import Noul, TypeSafeClient, TypeSafeNotFoundError
+    served = ["onepass-smollm2-135m-instruct", "jev-latest"]
+    with TypeSafeClient(api_key="some-key", base_url=stack.url, timeout=120) as client:
+        assert [m.name for m in client.models.list().models] == served
+        with pytest.raises(TypeSafeNotFoundError) as caught:
+            client.system_one(state=TICKET, questions={"r": Noul(instructions="Refund?")},
+                              model="smollm2")
+    assert "Unknown model: smollm2" in str(caught.value)
+    assert all(name in str(caught.value) for name in served)
+    out = openai_client(stack.url + "/v1", "models")
+    assert out["models"] == [[name, "model", "int", "onepass"] for name in served]
+    out = openai_client(stack.url + "/v1", "unknown_model")
+    assert out["status"] == 404 and all(name in out["message"] for name in served)
 
 
 def test_sixteen_parallel_requests(stack):

@@ -98,6 +98,7 @@ def test_alias_without_v1(stack):
     ("one_choice", 400, "BadRequestError", "questions[0].choices", None),
     ("no_questions", 400, "BadRequestError", "questions", None),
     ("unknown_model", 404, "NotFoundError", "model", "model_not_found"),
+    ("stream", 400, "BadRequestError", "stream", None),
     ("remote_image", 400, "BadRequestError", "input[0].content[0].image_url", None),
     ("data_image", 400, "BadRequestError", "questions[0].instructions[0].image_url", None),
 ])

@@ -94,8 +94,9 @@ def test_counters_move_by_what_the_answers_report(shim):
                  status="422") == 1
     assert delta(before, after, "onepass_requests_total", route="/v1/decisions",
                  status="200") == 1
-    assert delta(before, after, "onepass_request_duration_seconds_count",
-                 route="/v1/systemone") == 3
+    for status_class, n in (("2xx", 2), ("4xx", 1), ("5xx", 0)):
+        assert delta(before, after, "onepass_request_duration_seconds_count",
+                     route="/v1/systemone", status_class=status_class) == n, status_class
     for kind, n in (("noul", 2), ("choice", 2), ("score", 1), ("predicate", 1)):
         assert delta(before, after, "onepass_questions_total", type=kind) == n, kind
     tokens = sum(d["usage"]["input_tokens"] for d in docs)
@@ -105,6 +106,13 @@ def test_counters_move_by_what_the_answers_report(shim):
     assert after[("onepass_phase", frozenset({("phase", "ready")}))] == 1
     assert after[("onepass_phase", frozenset({("phase", "warming")}))] == 0
     assert after[("onepass_in_flight_requests", frozenset())] == 0
+    # every error kind is a series from the start, and the build says what is served
+    for kind in ("timeout", "unreachable", "not_json", "unavailable", "failed",
+                 "context_length", "two_way_budget", "bad_answer"):
+        assert ("onepass_engine_errors_total", frozenset({("kind", kind)})) in after, kind
+    info = [dict(labels) for name, labels in after if name == "onepass_build_info"]
+    assert [i["model"] for i in info] == ["onepass-smollm2-135m-instruct"], info
+    assert after[("process_resident_memory_bytes", frozenset())] > 0
 
     # the access log: one JSON line per request, its counts the same as the scrape's
     proc.terminate()
@@ -126,3 +134,20 @@ def test_counters_move_by_what_the_answers_report(shim):
     text = "".join(lines)
     assert MARKER not in text and KEY not in text
     assert all(line.startswith("{") or " onepass " in line for line in lines), lines[-5:]
+
+
+def test_vllm_metrics_beside_the_shims(stack):
+    """docs/metrics.md's second scrape job: vLLM's own /metrics on its port, no key, parsed by
+    prometheus_client, with the series the docs point at."""
+    import urllib.request
+    with urllib.request.urlopen(stack.vllm_url + "/metrics", timeout=30) as r:
+        assert r.status == 200
+        text = r.read().decode()
+    names = {s.name for family in text_string_to_metric_families(text) for s in family.samples}
+    for name in ("vllm:num_requests_running", "vllm:num_requests_waiting",
+                 "vllm:kv_cache_usage_perc", "vllm:prompt_tokens_total",
+                 "vllm:prefix_cache_queries_total", "vllm:prefix_cache_hits_total",
+                 "vllm:request_queue_time_seconds_count",
+                 "vllm:request_prefill_time_seconds_count",
+                 "vllm:e2e_request_latency_seconds_count"):
+        assert name in names, name

@@ -2,13 +2,17 @@
 standard library only; the live test parses a real scrape with prometheus_client."""
 import json
 import re
+import subprocess
+import sys
 import threading
 import time
 import unittest
+from pathlib import Path
 
 from onepass import telemetry
-from onepass.metrics import OTHER, Registry, number
+from onepass.metrics import FREE, OTHER, Registry, number
 
+ROOT = Path(__file__).resolve().parents[2]
 SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{.*\})? (\S+)$')
 
 
@@ -87,6 +91,33 @@ class TestRendering(unittest.TestCase):
         self.assertRaises(ValueError, r.counter, "c_total", "again")
         self.assertRaises(ValueError, r.histogram, "h", "h", (1, 0.5))
 
+    def test_declared_series_exist_at_zero_before_any_event(self):
+        """Every declared label value (or the `start` subset) is a series at 0 from the start;
+        a FREE label or a read metric starts nothing; `other` only appears when used."""
+        r = Registry()
+        r.counter("e_total", "e", {"kind": ("a", "b")})
+        r.counter("r_total", "r", {"route": ("/x", "/y"), "status": (200, 404, 500, 503)},
+                  start={"status": (200, 503)})
+        r.histogram("h_seconds", "h", (1,), {"route": ("/x",), "class": ("2xx", "5xx")})
+        r.gauge("info", "i", {"version": FREE})
+        r.counter("plain_total", "p")
+        self.assertEqual(samples(r.render()), {
+            'e_total{kind="a"}': 0, 'e_total{kind="b"}': 0,
+            'r_total{route="/x",status="200"}': 0, 'r_total{route="/x",status="503"}': 0,
+            'r_total{route="/y",status="200"}': 0, 'r_total{route="/y",status="503"}': 0,
+            **{f'h_seconds_{part}{{route="/x",class="{c}"{le}}}': 0 for c in ("2xx", "5xx")
+               for part, le in (("bucket", ',le="1.0"'), ("bucket", ',le="+Inf"'), ("sum", ""),
+                                ("count", ""))},
+            "plain_total": 0})
+
+    def test_free_labels_keep_the_process_values(self):
+        r = Registry()
+        r.gauge("info", "i", {"version": FREE, "model": FREE}, read=lambda: {("1.2", "m-1"): 1})
+        r.counter("c_total", "c", read=lambda: {(): 2.5})
+        self.assertEqual(samples(r.render()), {'info{version="1.2",model="m-1"}': 1,
+                                               "c_total": 2.5})
+        self.assertIn("# TYPE c_total counter", r.render())
+
     def test_concurrent_increments_all_land(self):
         r = Registry()
         c = r.counter("n_total", "n")
@@ -118,7 +149,8 @@ class TestTelemetry(unittest.TestCase):
                  "onepass_output_tokens_total", "onepass_images_total",
                  "onepass_cut_questions_total",
                  'onepass_requests_total{route="/v1/systemone",status="200"}',
-                 'onepass_request_duration_seconds_count{route="/v1/systemone"}')
+                 'onepass_request_duration_seconds_count{route="/v1/systemone",'
+                 'status_class="2xx"}')
         before = [value(n) for n in names]
         telemetry.start_request()
         telemetry.count_reads(5)
@@ -155,6 +187,22 @@ class TestTelemetry(unittest.TestCase):
         self.assertNotIn("secret-q-id", telemetry.REGISTRY.render())
         self.assertEqual((line["route"], line["questions"], line["reads"]), ("other", 0, 0))
 
+    def test_latency_by_route_and_status_class(self):
+        """The histogram splits each route by 2xx, 4xx and 5xx; anything else is `other`."""
+        def count(route, cls):
+            return value(f'onepass_request_duration_seconds_count{{route="{route}",'
+                         f'status_class="{cls}"}}')
+        cases = [("/v1/decisions", 200, "2xx"), ("/v1/decisions", 503, "5xx"),
+                 ("/v1/decisions", 502, "5xx"), ("/v1/models", 401, "4xx"), ("/nope", 404, "4xx"),
+                 ("/v1/systemone", 0, "other")]
+        before = {(telemetry.route_of(p), c): count(telemetry.route_of(p), c) for p, _, c in cases}
+        for path, status, _ in cases:
+            telemetry.finish("POST", path, path, status, time.monotonic(), {}, "r")
+        got = {k: count(*k) - v for k, v in before.items()}
+        self.assertEqual(got, {("/v1/decisions", "2xx"): 1, ("/v1/decisions", "5xx"): 2,
+                               ("/v1/models", "4xx"): 1, ("other", "4xx"): 1,
+                               ("/v1/systemone", "other"): 1})
+
     def test_reads_tally_is_per_thread(self):
         """Reads on another thread (another request) do not enter this request's tally."""
         telemetry.start_request()
@@ -166,6 +214,45 @@ class TestTelemetry(unittest.TestCase):
         line = json.loads(telemetry.finish("POST", "/v1/systemone", "/v1/systemone", 503,
                                            time.monotonic(), {}, "r"))
         self.assertEqual(line["reads"], 3)
+
+
+class TestFromTheStart(unittest.TestCase):
+    """A fresh process's scrape, before any request: every known label value is there at 0
+    (alerts on rate() see the first event), and nothing unbounded is."""
+
+    @classmethod
+    def setUpClass(cls):
+        code = "from onepass import telemetry; print(telemetry.REGISTRY.render(), end='')"
+        out = subprocess.run([sys.executable, "-S", "-c", code], cwd=ROOT, capture_output=True,
+                             text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        cls.text, cls.got = out.stdout, samples(out.stdout)
+
+    def test_every_known_value_is_zero(self):
+        want = [f'onepass_engine_errors_total{{kind="{k}"}}' for k in telemetry.ENGINE_ERRORS]
+        want += [f'onepass_overloaded_total{{reason="{r}"}}' for r in telemetry.OVERLOAD_REASONS]
+        want += [f'onepass_image_fetches_total{{outcome="{o}"}}' for o in telemetry.FETCH_OUTCOMES]
+        want += [f'onepass_questions_total{{type="{t}"}}' for t in telemetry.TYPES]
+        for route in (*telemetry.ROUTES, "other"):
+            want += [f'onepass_requests_total{{route="{route}",status="{s}"}}'
+                     for s in (200, 400, 401, 403, 404, 405, 413, 422, 500, 502, 503, 529)]
+            want += [f'onepass_request_duration_seconds_count{{route="{route}",'
+                     f'status_class="{c}"}}' for c in ("2xx", "4xx", "5xx")]
+        want += ["onepass_input_tokens_total", "onepass_engine_reads_total",
+                 "onepass_cut_questions_total", "onepass_images_total"]
+        self.assertEqual({n: self.got.get(n) for n in want}, dict.fromkeys(want, 0))
+
+    def test_bounded(self):
+        """One series per declared value: a few hundred, not one per status of every route."""
+        self.assertLess(len(self.got), 800)
+        # `other` (a value outside a label's set) only appears once something is counted as it
+        self.assertEqual([n for n in self.got if '"other"' in n.replace('route="other"', "")], [])
+
+    def test_process_series(self):
+        for name in ("process_cpu_seconds_total", "process_resident_memory_bytes",
+                     "process_open_fds", "process_max_fds", "process_start_time_seconds"):
+            self.assertGreater(self.got[name], 0, name)
+        self.assertIn("# TYPE process_cpu_seconds_total counter", self.text)
 
 
 if __name__ == "__main__":

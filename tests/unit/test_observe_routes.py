@@ -1,14 +1,22 @@
 """GET /metrics and GET /openapi.json on an in-process shim before a fake engine (stdlib): the
-auth rule, the content types, and counters that move with requests. The live suite repeats the
+auth rule, the content types, counters that move with requests, the build's series, and the
+start-up wait for vLLM counted as no engine error. The live suite repeats the
 counting against real vLLM and parses the scrape with prometheus_client."""
 import http.client
 import json
+import socket
+import threading
+import time
+import types
 import unittest
+from unittest import mock
 
+import onepass
 from fake_engine import FakeEngine
-from onepass import telemetry
-from onepass.server import ROUTES
-from test_shim import NOUL_Q, SCORE_Q, call, req, start_shim, stop_shim
+from onepass import config, telemetry
+from onepass.edge.connections import Server
+from onepass.server import READY, ROUTES, WARMING, Service
+from test_shim import NOUL_Q, ROOT, SCORE_Q, call, req, start_shim, stop_shim
 from tests.unit.test_metrics import samples
 
 KEY = {"Authorization": "Bearer k-9"}
@@ -88,6 +96,16 @@ class TestFailureCounts(unittest.TestCase):
         self.assertEqual((after['onepass_phase{phase="warming"}'],
                           after['onepass_phase{phase="ready"}']), (1, 0))
 
+    def test_build_info(self):
+        server = start_shim("http://127.0.0.1:9", ONEPASS_VLLM_DTYPE="float32",
+                            ONEPASS_VLLM_DEVICE="cpu")
+        self.addCleanup(stop_shim, server)
+        info = {n: v for n, v in samples(get(server, "/metrics")[2]).items()
+                if n.startswith("onepass_build_info")}
+        self.assertEqual(info, {f'onepass_build_info{{version="{onepass.__version__}",'
+                                'model="onepass-smollm2-135m-instruct",profile="smollm2-135m",'
+                                'dtype="float32",device="cpu"}': 1})
+
     def test_engine_errors_by_kind(self):
         fake = FakeEngine("5xx")
         self.addCleanup(fake.stop)
@@ -99,6 +117,51 @@ class TestFailureCounts(unittest.TestCase):
             before = samples(get(server, "/metrics")[2]).get(name, 0)
             self.assertEqual(call(server, body=req({"a": NOUL_Q}))[0], status)
             self.assertGreaterEqual(samples(get(server, "/metrics")[2])[name] - before, 1)
+
+
+class TestStartUp(unittest.TestCase):
+    """The start-up wait for vLLM polls it until it answers: no poll is an engine error, so a
+    restart fires no error alert; a failure under a request afterwards still is one."""
+
+    def test_waiting_is_no_error_and_a_later_failure_is(self):
+        errors = [f'onepass_engine_errors_total{{kind="{k}"}}' for k in telemetry.ENGINE_ERRORS]
+
+        def counts():
+            got = samples(telemetry.REGISTRY.render())
+            return [got.get(n, 0) for n in errors]
+        with socket.socket() as s:  # a port nobody listens on yet: vLLM still loading
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        service = Service(config.load(["--port", "0", "--vllm", f"http://127.0.0.1:{port}"],
+                                      environ={}), ROOT)
+        self.addCleanup(service.engine.close)
+        before = counts()
+        polls = []  # the wait sleeps once after each poll that found vLLM not up
+        pause = types.SimpleNamespace(sleep=lambda s: polls.append(s) or time.sleep(s))
+        patch = mock.patch("onepass.server.time", pause)
+        patch.start()
+        self.addCleanup(patch.stop)
+        warm = threading.Thread(target=service.warm_up, kwargs={"poll_s": 0.01}, daemon=True)
+        warm.start()
+        deadline = time.monotonic() + 10
+        while len(polls) < 20 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        self.assertEqual((service.phase, service.reason[:16]), (WARMING, "waiting for vLLM"))
+        fake = FakeEngine(port=port)  # vLLM comes up where the shim waits
+        warm.join(timeout=60)
+        self.assertEqual(service.phase, READY, service.reason)
+        self.assertGreaterEqual(len(polls), 20)
+        self.assertEqual(counts(), before)
+
+        self.addCleanup(fake.stop)
+        fake.server.RequestHandlerClass.mode = "5xx"  # vLLM failing: a request's failure counts
+        server = Server(service)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        self.addCleanup(server.server_close)
+        self.addCleanup(server.shutdown)
+        self.assertEqual(call(server, body=req({"a": NOUL_Q}))[0], 502)
+        failed = errors.index('onepass_engine_errors_total{kind="failed"}')
+        self.assertGreaterEqual(counts()[failed] - before[failed], 1)
 
 
 if __name__ == "__main__":
