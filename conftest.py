@@ -128,7 +128,8 @@ def launch_serve(log_dir, until: str, env_extra=None) -> tuple[subprocess.Popen,
     env = clean_env()
     env.update(ONEPASS_PORT=str(free_port()), ONEPASS_VLLM_PORT=str(free_port()),
                ONEPASS_LOG_DIR=str(log_dir), ONEPASS_DEVICE="cpu", ONEPASS_DTYPE="float32",
-               ONEPASS_VLLM_ARGS=" ".join(VLLM_TEST_ARGS), **(env_extra or {}))
+               ONEPASS_VLLM_ARGS=" ".join(VLLM_TEST_ARGS))
+    env.update(env_extra or {})  # the caller's settings win (a dtype, a profile)
     proc = subprocess.Popen(["bash", str(ROOT / "serve.sh")], env=env, cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     output = []
