@@ -11,13 +11,17 @@ it (a container restart in a pod keeps its emptyDir). Per start it prints, in se
 `podman run`: the shim listening (`/health?live=1` 200: the startupProbe's moment), ready
 (`/health` 200) and serve.sh's ready line; then the README example's answer and its latency,
 the container's memory, and the stop (SIGTERM: drain, then vLLM) with its exit code.
-Exit 1 when a start fails or the answer is not the README's shape. Standard library only.
+Exit 1 when a start fails or the answer is not the README's shape. ONEPASS_PODMAN_ARGS (podman's
+global flags) and ONEPASS_PODMAN_RUN_ARGS (`podman run` flags) as for deploy/build_image.sh.
+Standard library only.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
+import shlex
 import subprocess
 import sys
 import threading
@@ -26,6 +30,8 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+GLOBAL = shlex.split(os.environ.get("ONEPASS_PODMAN_ARGS", ""))
+RUN = shlex.split(os.environ.get("ONEPASS_PODMAN_RUN_ARGS", ""))
 
 
 def readme_example() -> dict:
@@ -46,7 +52,7 @@ def get(url: str, timeout: float = 2) -> int | None:
 
 
 def podman(*args: str, check: bool = True) -> str:
-    out = subprocess.run(["podman", *args], capture_output=True, text=True)
+    out = subprocess.run(["podman", *GLOBAL, *args], capture_output=True, text=True)
     if check and out.returncode:
         raise RuntimeError(f"podman {' '.join(args)}: {out.stderr.strip()}")
     return out.stdout.strip()
@@ -55,14 +61,14 @@ def podman(*args: str, check: bool = True) -> str:
 def one_start(args, name: str, t0: float) -> dict:
     """One container from `podman run` to stopped; the times in seconds from t0."""
     base = f"http://127.0.0.1:{args.port}"
-    podman("run", "-d", "--name", name, "--network", "host", "--user", "10001:10001",
+    podman("run", "-d", *RUN, "--name", name, "--network", "host", "--user", "10001:10001",
            "--read-only", "--tmpfs", "/tmp", "--cap-drop", "ALL",
            "--security-opt", "no-new-privileges", "--shm-size", "2g",
            "-v", f"{args.volume}:/home/onepass", "-e", "ONEPASS_HOST=127.0.0.1",
            "-e", f"ONEPASS_PORT={args.port}", "-e", f"ONEPASS_VLLM_PORT={args.port + 1}",
            args.image)
     seen: dict = {}
-    logs = subprocess.Popen(["podman", "logs", "-f", name], stdout=subprocess.PIPE,
+    logs = subprocess.Popen(["podman", *GLOBAL, "logs", "-f", name], stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
 
     def read():

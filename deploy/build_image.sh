@@ -15,12 +15,19 @@
 # 4. the tag: localhost/onepass:<onepass version>-vllm<vLLM version>-<target> (deploy/k8s.yaml
 #    names the gpu tag); --push REGISTRY also pushes it as REGISTRY/onepass:<tag>.
 # Run the result: bench/image_smoke.py (docs/production.md#the-image).
+# ONEPASS_PODMAN_ARGS: podman's global flags; ONEPASS_PODMAN_RUN_ARGS: flags for the build's
+# containers (both as on this sandbox, whose cgroups are hybrid and whose limits are capped:
+# "--runtime runc --cgroup-manager cgroupfs" and "--ulimit nofile=16384:16384 --ulimit
+# nproc=16384:16384"; bench/image_smoke.py reads the same two).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 TARGET=cpu BASE="" WHEELS="" PUSH="" PRINT=0
 BUILD_DIR=${ONEPASS_BUILD_DIR:-/var/tmp/onepass-build}
 PYTHON=${ONEPASS_BUILD_PYTHON:-python3}
 MIRROR=${ONEPASS_DEBIAN_MIRROR:-http://deb.debian.org/debian}
+read -r -a PODMAN_ARGS <<< "${ONEPASS_PODMAN_ARGS:-}"
+read -r -a RUN_ARGS <<< "${ONEPASS_PODMAN_RUN_ARGS:-}"
+podman() { command podman "${PODMAN_ARGS[@]}" "$@"; }
 say() { echo "build_image: $*"; }
 die() { say "error: $*" >&2; exit 1; }
 while [ $# -gt 0 ]; do
@@ -82,7 +89,7 @@ if [ ! -e "$WHEELS/.complete-$want" ]; then
 fi
 say "wheels $WHEELS ($(( $(date +%s) - start )) s)"
 
-podman build -f "$ROOT/deploy/Containerfile" --build-arg "BASE=$BASE" \
+podman build "${RUN_ARGS[@]}" -f "$ROOT/deploy/Containerfile" --build-arg "BASE=$BASE" \
   --build-arg "TARGET=$TARGET" --volume "$WHEELS:/wheels:ro" -t "localhost/$TAG" "$ROOT" ||
   die "podman build failed"
 say "built localhost/$TAG in $(( $(date +%s) - start )) s"
