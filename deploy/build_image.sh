@@ -58,7 +58,7 @@ if [ -z "$BASE" ]; then
     rootfs="$BUILD_DIR/rootfs-bookworm"
     rm -rf "$rootfs"
     say "base: debootstrap bookworm into $rootfs ($MIRROR)"
-    debootstrap --variant=minbase --include=python3,python3-venv,ca-certificates \
+    debootstrap --variant=minbase --include=python3,python3-venv,ca-certificates,libnuma1,libgomp1 \
       bookworm "$rootfs" "$MIRROR" >"$BUILD_DIR/debootstrap.log" 2>&1 ||
       die "debootstrap failed; see $BUILD_DIR/debootstrap.log"
     rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
@@ -89,7 +89,7 @@ if [ ! -e "$WHEELS/.complete-$want" ]; then
 fi
 say "wheels $WHEELS ($(( $(date +%s) - start )) s)"
 
-podman build "${RUN_ARGS[@]}" -f "$ROOT/deploy/Containerfile" --build-arg "BASE=$BASE" \
+podman build --network host "${RUN_ARGS[@]}" -f "$ROOT/deploy/Containerfile" --build-arg "BASE=$BASE" \
   --build-arg "TARGET=$TARGET" --volume "$WHEELS:/wheels:ro" -t "localhost/$TAG" "$ROOT" ||
   die "podman build failed"
 say "built localhost/$TAG in $(( $(date +%s) - start )) s"
