@@ -58,7 +58,7 @@ if [ -z "$BASE" ]; then
     rootfs="$BUILD_DIR/rootfs-bookworm"
     rm -rf "$rootfs"
     say "base: debootstrap bookworm into $rootfs ($MIRROR)"
-    debootstrap --variant=minbase --include=python3,python3-venv,ca-certificates,libnuma1,libgomp1 \
+    debootstrap --variant=minbase --include=python3,python3-venv,ca-certificates,libnuma1,libgomp1,g++,python3-dev \
       bookworm "$rootfs" "$MIRROR" >"$BUILD_DIR/debootstrap.log" 2>&1 ||
       die "debootstrap failed; see $BUILD_DIR/debootstrap.log"
     rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/*
