@@ -52,11 +52,12 @@ setup() {
   local lock="$ROOT/deps/$DEVICE.txt" stamp="$VENV/.onepass-deps" want have
   want=$(deps_hash "$DEVICE")
   have=$(cat "$stamp" 2>/dev/null || true)
-  if [ "$have" != "$want" ] && [ "${ONEPASS_INSTALL:-1}" = 0 ]; then
+  if { [ "$have" != "$want" ] || [ ! -x "$PY" ]; } && [ "${ONEPASS_INSTALL:-1}" = 0 ]; then
     local other=cpu; [ "$DEVICE" = cpu ] && other=gpu
     local was="not set up by serve.sh"
     [ -n "$have" ] && was="set up for another version of deps/"
     [ "$have" = "$(deps_hash $other)" ] && was="set up for $other (deps/$other.txt)"
+    [ -x "$PY" ] || was="not set up by serve.sh (no $PY)"
     say "error: $VENV is $was, this start asks for $DEVICE and ONEPASS_INSTALL=0 installs" \
       "nothing: build the image for $DEVICE (bash deploy/build_image.sh --target $DEVICE), or set" \
       "ONEPASS_DEVICE to the image's target" >&2
