@@ -130,6 +130,11 @@ class Cluster:
         # a draining shim closes new requests unanswered, which HAProxy retries elsewhere
         # (deploy/haproxy.cfg's retry-on); its 503s are then never retried
         self.env.setdefault("ONEPASS_DRAIN_REFUSAL", "close")
+        # the stacks share this machine's cores: a bound vLLM (serve.sh's CPU default) has its
+        # main thread pinned to the first core, where a restarting engine starves beside a
+        # busy one (measured: ~3% of a core, over 10 minutes to start); unbound, the kernel
+        # spreads them
+        self.env.setdefault("VLLM_CPU_OMP_THREADS_BIND", "nobind")
         self.stacks = [Stack(f"s{i + 1}", port, vport, self.log_dir)
                        for i, (port, vport) in enumerate(ports)]
         for stack, extra in zip(self.stacks, stack_env or []):
