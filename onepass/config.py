@@ -49,6 +49,9 @@ SETTINGS = {
     "engine_bytes_in_flight": (int, 256 << 20, "ONEPASS_ENGINE_BYTES_IN_FLIGHT",
                                "bytes of request bodies on their way to vLLM at once, every "
                                "request together (a larger body goes alone)"),
+    "engine_bytes_per_request": (int, 64 << 20, "ONEPASS_ENGINE_BYTES_PER_REQUEST",
+                                 "bytes of one request's bodies on their way to vLLM at once, "
+                                 "within the cap for every request (a larger body goes alone)"),
     "engine_connections": (int, 32, "ONEPASS_ENGINE_CONNECTIONS",
                            "keep-alive connections to vLLM (and parallel reads)"),
     "client_timeout_s": (float, 30.0, "ONEPASS_CLIENT_TIMEOUT_S",
@@ -110,8 +113,9 @@ def load(argv: list[str] | None = None, environ: dict | None = None) -> Settings
                 raise ConfigError(f"{var}={env[var]!r} is not a valid {kind.__name__}") from None
         values[name] = default if raw is None else raw
     for name in ("port", "max_body_bytes", "max_decoded_bytes", "max_questions", "max_in_flight",
-                 "engine_connections", "engine_bytes_in_flight", "max_reads", "max_box_questions", "box_max_tokens",
-                 "max_number_questions", "number_max_tokens", "max_connections", "engine_timeout_s", "client_timeout_s",
+                 "engine_connections", "engine_bytes_in_flight", "engine_bytes_per_request",
+                 "max_reads", "max_box_questions", "box_max_tokens", "max_number_questions",
+                 "number_max_tokens", "max_connections", "engine_timeout_s", "client_timeout_s",
                  "keepalive_timeout_s", "drain_timeout_s"):
         if not 0 < values[name] < math.inf and not (name == "port" and values[name] == 0):
             raise ConfigError(f"{name} must be positive and finite, got {values[name]}")

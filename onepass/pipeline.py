@@ -48,7 +48,8 @@ class Pipeline:
         decision = self.resolve(request)  # step: resolve
         decision = replace(decision, images=inputs.resolve(  # step: images
             request.images, self.image_policy))
-        outcome = self.answer(decision)  # steps: fit, reads, readout, reread, think, generate
+        with self.engine.request():  # its bodies in flight to vLLM capped, as the server's are
+            outcome = self.answer(decision)  # steps: fit, reads, readout, reread, think, generate
         return api.render(outcome, decision, request.meta)  # step: render
 
     def body(self, raw: bytes, headers) -> tuple:

@@ -60,6 +60,7 @@ class Service:
                              timeout_s=settings.engine_timeout_s,
                              num_connections=settings.engine_connections,
                              max_bytes_in_flight=settings.engine_bytes_in_flight,
+                             max_bytes_per_request=settings.engine_bytes_per_request,
                              image_slot=vision.placeholder if vision else None)
         links = None if settings.image_links == "off" else fetch.Rules(
             allow_http=settings.image_links_http == "true",

@@ -11,6 +11,7 @@ In: Reads. Out: ReadResults, in the same order.
 """
 from __future__ import annotations
 
+import contextvars
 import hashlib
 import http.client
 import json
@@ -39,7 +40,7 @@ PLUGIN_ERROR_KEY, OVER_BUDGET = "onepass_error", "two_way_budget"
 class Engine:
     def __init__(self, base_url: str, served_model_name: str, *, timeout_s: float,
                  num_connections: int, image_slot: str | None = None,
-                 max_bytes_in_flight: int = 256 << 20):
+                 max_bytes_in_flight: int = 256 << 20, max_bytes_per_request: int = 64 << 20):
         url = urllib.parse.urlsplit(base_url)
         if url.scheme != "http" or not url.hostname:
             raise ValueError(f"the vLLM URL must be http://host:port, got {base_url!r}")
@@ -49,6 +50,7 @@ class Engine:
         self.image_slot = image_slot  # the placeholder the layout writes for each image
         self.timeout_s = timeout_s
         self.gate = wire.Gate(max_bytes_in_flight, timeout_s)  # bodies on their way to vLLM
+        self.bytes_per_request = max_bytes_per_request  # the same, for each request (request())
         self._idle: queue.LifoQueue = queue.LifoQueue()
         self._pool = ThreadPoolExecutor(max_workers=num_connections,
                                         thread_name_prefix="engine")
@@ -69,18 +71,15 @@ class Engine:
         return http.client.HTTPConnection(self.host, self.port, timeout=self.timeout_s), False
 
     def call(self, method: str, path: str, body: dict | None = None) -> tuple[int, dict]:
-        """One HTTP exchange, its body's bytes counted in flight (the server's gate); a pooled
-        connection that fails is retried once on a new one."""
+        """One HTTP exchange, its body's bytes counted in flight (the request's gate, then the
+        server's); a pooled connection that fails is retried once on a new one."""
         if body is None:
             return self._exchange(method, path, None, {})
         payload = wire.pieces(body)
         size = sum(map(len, payload))
-        self.gate.take(size)
-        try:
+        with wire.sending(self.gate, size):
             return self._exchange(method, path, payload, {
                 "Content-Type": "application/json", "Content-Length": str(size)})
-        finally:
-            self.gate.give(size)
 
     def _exchange(self, method: str, path: str, payload, headers) -> tuple[int, dict]:
         for fresh in (False, True):
@@ -209,13 +208,25 @@ class Engine:
             "model": self.model, "prompt": text, "max_tokens": 1, "temperature": 0.0,
             "add_special_tokens": False})
 
+    def request(self):
+        """A context for answering one request: its bodies in flight to vLLM at once are capped
+        at bytes_per_request, on top of the server's cap (wire.sending)."""
+        return wire.request(self.bytes_per_request, self.timeout_s)
+
     def submit(self, fn, *args):
-        """fn(*args) on an engine thread: a future (generations run beside the reads)."""
-        return self._pool.submit(fn, *args)
+        """fn(*args) on an engine thread: a future (generations run beside the reads). It runs
+        in a copy of the caller's context: a request's calls count against its gate."""
+        return self._pool.submit(contextvars.copy_context().run, fn, *args)
 
     def map(self, fn, items) -> list:
-        """fn over items on the engine's threads (one keep-alive connection each)."""
-        return list(self._pool.map(fn, items))
+        """fn over items on the engine's threads (one keep-alive connection each); on the first
+        failure the items not started yet are dropped, as Executor.map does."""
+        futures = [self.submit(fn, item) for item in items]
+        try:
+            return [f.result() for f in futures]
+        finally:
+            for f in futures:
+                f.cancel()
 
     def tokenize(self, **body) -> list[int]:
         return self._checked("POST", "/tokenize", {"model": self.model, **body})["tokens"]

@@ -24,7 +24,16 @@ def generate(engine, read, route: str, request: dict, kind: str, deadline: float
     """(text, tokens, cut, prompt tokens) as generation.generate, cut at `deadline`
     (time.monotonic()). A prompt count vLLM did not send before the cut is counted by the
     tokenizer (text only: image tokens are then missing from it)."""
-    request = {**request, "stream": True, "stream_options": {"include_usage": True}}
+    payload = wire.pieces({**request, "stream": True, "stream_options": {"include_usage": True}})
+    with wire.sending(engine.gate, sum(map(len, payload))):  # counted as Engine.call counts
+        text, tokens, cut, prompt_tokens = _stream(engine, route, payload, kind, deadline)
+    if prompt_tokens is None:  # counted after the gate is given back: it sends bodies too
+        prompt_tokens = engine.count([read.prompt])[0]
+    return text, tokens, cut, prompt_tokens
+
+
+def _stream(engine, route: str, payload: list, kind: str, deadline: float):
+    """(text, tokens, cut, prompt tokens or None): the exchange itself."""
     # One vLLM call, however long the budget: the engine timeout bounds it. The budget cuts
     # (what was written is kept); the engine timeout fails (503), as for any call.
     call_ends = time.monotonic() + engine.timeout_s
@@ -34,7 +43,6 @@ def generate(engine, read, route: str, request: dict, kind: str, deadline: float
                                       timeout=max(MIN_WAIT_S, ends - time.monotonic()))
     text, tokens, finish, prompt_tokens, cut = [], [], None, None, False
     try:
-        payload = wire.pieces(request)
         conn.request("POST", engine.prefix + route, body=payload, headers={
             "Content-Type": "application/json", "Content-Length": str(sum(map(len, payload)))})
         response = conn.getresponse()
@@ -70,8 +78,6 @@ def generate(engine, read, route: str, request: dict, kind: str, deadline: float
         raise EngineFailed(f"vLLM's streamed generation is not what it should be ({e!r})") from None
     finally:
         conn.close()  # closing mid-stream makes vLLM abort the request
-    if prompt_tokens is None:
-        prompt_tokens = engine.count([read.prompt])[0]
     return "".join(text), tokens, cut or finish == "length", prompt_tokens
 
 

@@ -2,12 +2,15 @@
 
 Owns: writing a body whose image parts are sent from the one bytes object each Image holds (its
 data URL is encoded once per request and never copied into a body: a read of 4 images written 4
-times costs its prompt text, not 16 data URLs), and the server's cap on the bytes of bodies
-being sent to vLLM at once (Gate).
+times costs its prompt text, not 16 data URLs), and the caps on the bytes of bodies being sent
+to vLLM at once (Gate): one per server, and one per request (REQUEST, set while a request is
+answered, so that one request's many image bodies cannot take the whole server's cap).
 Never: builds the body's fields (engine.py, generation.py do) or decides what to send.
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import json
 import re
 import secrets
@@ -39,10 +42,11 @@ def pieces(doc: dict) -> list[bytes]:
 
 class Gate:
     """The bytes of request bodies in flight to vLLM, at most `most` at once (a body larger
-    than that alone still goes, by itself); a sender waits at most `wait_s`."""
+    than that alone still goes, by itself); a sender waits at most `wait_s`. `whose` names
+    the bodies counted, for the 503's message."""
 
-    def __init__(self, most: int, wait_s: float):
-        self.most, self.wait_s, self.used = most, wait_s, 0
+    def __init__(self, most: int, wait_s: float, whose: str = "every request"):
+        self.most, self.wait_s, self.used, self.whose = most, wait_s, 0, whose
         self._cond = threading.Condition()
 
     def take(self, n: int) -> None:
@@ -52,8 +56,9 @@ class Gate:
                 left = ends - time.monotonic()
                 if left <= 0:
                     telemetry.engine_error("timeout")
-                    raise EngineUnavailable(f"more than {self.most} bytes were on their way to "
-                                            f"vLLM for {self.wait_s} s", retry_after_ms=1000)
+                    raise EngineUnavailable(f"more than {self.most} bytes of {self.whose} "
+                                            f"were on their way to vLLM for {self.wait_s} s",
+                                            retry_after_ms=1000)
                 self._cond.wait(left)
             self.used += n
 
@@ -61,3 +66,37 @@ class Gate:
         with self._cond:
             self.used -= n
             self._cond.notify_all()
+
+    @contextlib.contextmanager
+    def held(self, n: int):
+        self.take(n)
+        try:
+            yield
+        finally:
+            self.give(n)
+
+
+# The Gate of the request being answered (None outside one: start-up probes). A context variable,
+# not a thread-local: the engine runs a request's calls on its pool's threads, each in a copy of
+# the submitter's context (Engine.submit), so they see the request's Gate.
+REQUEST: contextvars.ContextVar[Gate | None] = contextvars.ContextVar("onepass_request_gate",
+                                                                     default=None)
+
+
+@contextlib.contextmanager
+def request(most: int, wait_s: float):
+    """Bodies sent within the block count against a Gate of their own, of `most` bytes."""
+    token = REQUEST.set(Gate(most, wait_s, "this request"))
+    try:
+        yield
+    finally:
+        REQUEST.reset(token)
+
+
+@contextlib.contextmanager
+def sending(server: Gate, n: int):
+    """n bytes counted in flight: the request's Gate first, then the server's, so a body
+    waiting for its own request's room holds none of the server's."""
+    mine = REQUEST.get()
+    with (mine.held(n) if mine else contextlib.nullcontext()), server.held(n):
+        yield

@@ -9,7 +9,7 @@ import time
 import types
 import unittest
 
-from onepass.backend import streamed
+from onepass.backend import streamed, wire
 from onepass.decision import Read
 from onepass.errors import EngineUnavailable
 
@@ -42,7 +42,8 @@ class Stalling:
 
 def engine(port: int, timeout_s: float):
     return types.SimpleNamespace(host="127.0.0.1", port=port, prefix="", timeout_s=timeout_s,
-                                 count=lambda texts: [1 for _ in texts])
+                                 count=lambda texts: [1 for _ in texts],
+                                 gate=wire.Gate(1 << 20, timeout_s))
 
 
 class TestStreamDeadline(unittest.TestCase):
