@@ -4,7 +4,8 @@
 # `--verify-only` after the integrity checks.
 # Environment: ONEPASS_PORT (8741), ONEPASS_VLLM_PORT (8742), ONEPASS_HOST (127.0.0.1),
 # ONEPASS_PROFILE (serve_config.json's default), ONEPASS_MODEL (path or hub id; default: the
-# embedded SmolLM2), ONEPASS_API_KEY (empty = auth off), ONEPASS_DEVICE (auto|cpu|gpu),
+# profile's embedded model, built once: SmolLM2 unless the profile names another),
+# ONEPASS_API_KEY (empty = auth off), ONEPASS_DEVICE (auto|cpu|gpu),
 # ONEPASS_DTYPE (CPU: auto = bf16 where native, else fp32; float32|bfloat16), ONEPASS_EAGER
 # (CPU: 1 = --enforce-eager, the default; 0 = torch.compile), ONEPASS_VENV (.venv), ONEPASS_CACHE
 # (~/.cache/onepass), ONEPASS_LOG_DIR (logs), ONEPASS_VLLM_ARGS (extra vLLM flags),
@@ -68,11 +69,16 @@ setup() {
   if [ -z "${ONEPASS_MODEL:-}" ]; then
     MODEL=$(export HF_HUB_OFFLINE=1; run "$PY" "$ROOT/tools/build_model.py" \
       "$CACHE/models/smollm2-135m-instruct" | tail -n 1) || exit 10
-    # The embedded vision model borrows the SmolLM2 tokenizer built just above.
-    if [ "$(profile_field embedded)" = idefics3-tiny ]; then
-      MODEL=$(export HF_HUB_OFFLINE=1; run "$PY" "$ROOT/tools/build_vlm.py" \
-        "$CACHE/models/idefics3-tiny" | tail -n 1) || exit 10
-    fi
+    # The profile's `embedded` build: the vision model borrows the SmolLM2 tokenizer built
+    # just above; another text model is one of build_model.py's --model names.
+    local embedded; embedded=$(profile_field embedded)
+    case "$embedded" in
+      ""|smollm2-135m-instruct) ;;
+      idefics3-tiny) MODEL=$(export HF_HUB_OFFLINE=1; run "$PY" "$ROOT/tools/build_vlm.py" \
+        "$CACHE/models/idefics3-tiny" | tail -n 1) || exit 10 ;;
+      *) MODEL=$(export HF_HUB_OFFLINE=1; run "$PY" "$ROOT/tools/build_model.py" \
+        "$CACHE/models/$embedded" --model "$embedded" | tail -n 1) || exit 10 ;;
+    esac
   else
     MODEL=$ONEPASS_MODEL
   fi
