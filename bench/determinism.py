@@ -3,9 +3,13 @@ then beside background requests of other shapes, then alone again (warm cache); 
 compared byte for byte with the first.
 
 Usage: python bench/determinism.py --url http://127.0.0.1:8741 [--requests 100] [--reasoning-every 4]
+       python bench/determinism.py --vllm http://127.0.0.1:8742 [--requests 8]
 Prints the pairs compared, how many differ and the largest probability difference. Two pairs per
 request (loaded, warm), so --requests 100 compares 200 pairs. tests/live/test_determinism_live.py
-runs the same loop with a few requests and asserts that none differ.
+runs the same loop with a few requests and asserts that none differ. With --vllm the same is done
+straight against a vLLM server (label log-probs of a ~350-480-token prompt, cold, then beside
+three reads and a 24-token generation of other shapes, then warm): the engine alone, with or
+without the onepass_batch_invariant entry point loaded.
 """
 from __future__ import annotations
 
@@ -14,17 +18,27 @@ import json
 import random
 import sys
 import threading
+import time
+import urllib.error
 import urllib.request
 
 WORDS = ("invoice refund parcel delay customer charge account router outage screen billing "
          "manager warranty courier address password upgrade plan discount order").split()
 
 
-def post(url: str, body: dict, timeout: float = 600) -> dict:
+def post(url: str, body: dict, timeout: float = 600, tries: int = 5) -> dict:
+    """One answer; a 503/529 (vLLM slower than the engine timeout on a loaded machine, or the
+    server full) is asked again after a pause: it is no answer, so it is not a pair."""
     req = urllib.request.Request(url + "/v1/systemone", json.dumps(body).encode(),
                                  {"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=timeout) as r:
-        return json.loads(r.read())
+    for attempt in range(tries):
+        try:
+            with urllib.request.urlopen(req, timeout=timeout) as r:
+                return json.loads(r.read())
+        except urllib.error.HTTPError as e:
+            if e.code not in (503, 529) or attempt == tries - 1:
+                raise
+            time.sleep(2 + 4 * attempt)
 
 
 def state(rng: random.Random, words: int) -> str:
@@ -115,14 +129,69 @@ def compare(url: str, requests: int, reasoning_every: int = 4, first: int = 0) -
     return out
 
 
+def vllm_post(url: str, path: str, body: dict) -> dict:
+    req = urllib.request.Request(url + path, json.dumps(body).encode(),
+                                 {"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=600) as r:
+        return json.loads(r.read())
+
+
+def engine_compare(url: str, requests: int) -> dict:
+    """Label log-probs straight from vLLM: each prompt cold, beside other shapes, then warm."""
+    model = json.loads(urllib.request.urlopen(url + "/v1/models", timeout=60).read())["data"][0]["id"]
+    labels = [vllm_post(url, "/tokenize", {"model": model, "prompt": x, "add_special_tokens":
+                                            False})["tokens"][0] for x in "ABCD"]
+
+    def prompt(seed: int, words: int) -> str:
+        return ("<|im_start|>system\nYou answer one question about a record.<|im_end|>\n"
+                f"<|im_start|>user\nRecord: {state(random.Random(seed), words)}\nWhich team?\n"
+                "A. billing\nB. tech\nC. sales\nD. legal<|im_end|>\n<|im_start|>assistant\n")
+
+    def read(text: str) -> list[float]:
+        doc = vllm_post(url, "/v1/completions", {
+            "model": model, "prompt": text, "max_tokens": 1, "temperature": 0, "logprobs": 1,
+            "logprob_token_ids": labels, "return_tokens_as_token_ids": True,
+            "add_special_tokens": False})
+        top = doc["choices"][0]["logprobs"]["top_logprobs"][0]
+        return [top[f"token_id:{t}"] for t in labels]
+
+    out = {"pairs": 0, "differing": 0, "max_gap": 0.0, "examples": []}
+    for i in range(requests):
+        text = prompt(5000 + i * 7919 + random.randrange(10**6), 300 + 20 * i)
+        cold = read(text)
+        others = [threading.Thread(target=read, args=(prompt(i * 31 + j, 40 + 90 * j),))
+                  for j in range(3)]
+        others.append(threading.Thread(target=vllm_post, args=(url, "/v1/completions", {
+            "model": model, "prompt": prompt(i * 77, 60), "max_tokens": 24, "temperature": 0,
+            "ignore_eos": True})))
+        for t in others:
+            t.start()
+        busy = read(text)
+        for t in others:
+            t.join()
+        warm = read(text)
+        for name, other in (("loaded", busy), ("warm", warm)):
+            out["pairs"] += 1
+            gap = max(abs(a - b) for a, b in zip(cold, other))
+            if gap:
+                out["differing"] += 1
+                out["max_gap"] = max(out["max_gap"], gap)
+                out["examples"].append((i, name))
+    return out
+
+
 def main(argv) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--url", default="http://127.0.0.1:8741")
+    ap.add_argument("--vllm", help="compare label log-probs straight from this vLLM instead")
     ap.add_argument("--requests", type=int, default=100)
     ap.add_argument("--reasoning-every", type=int, default=4,
                     help="every Nth request thinks (reasoning on, trace); 0 = none")
     a = ap.parse_args(argv)
-    got = compare(a.url, a.requests, a.reasoning_every)
+    if a.vllm:
+        got = engine_compare(a.vllm, a.requests)
+    else:
+        got = compare(a.url, a.requests, a.reasoning_every)
     print(f"pairs {got['pairs']}, differing {got['differing']}, largest difference "
           f"{got['max_gap']:.3g}; first differing {got['examples'][:5]}")
     return 0

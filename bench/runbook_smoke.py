@@ -6,7 +6,7 @@ NAME: jevbench | decision-index | imagejevbench-box (docs/runbooks/). Exit 0 whe
 parses as the harness parses it, 1 on the first that does not (the message says which check),
 2 when nothing answers at the URL.
 Owns: each harness's request shape, headers, timeout, concurrency and retry rule as the wire
-contract (shared/spec/wire-contract.md) and the harness's published code record them, a few
+contract (its excerpts: docs/runbooks/wire-contract.md) and the harness's code record them, a few
 items of our own in that shape (runbook_items.py), and the harness's answer checks. JevBench:
 the full endpoint URL, httpx's headers and no Authorization unless JEVBENCH_API_KEY is set,
 180 s, one request in flight, 429 and 5xx retried up to 8 attempts (Retry-After, else 2^n s),
@@ -16,8 +16,8 @@ time, its two warm-up requests, no retries, its validation (same keys and types,
 the options, probabilities keyed exactly, finite, in [0, 1], |sum - 1| <= 0.01) and capacity
 rule (400/413/422 carrying a marker is `unsupported`, not an error). ImageJevBench's Box track:
 one item per request, one at a time, the image as a data URL in the state and one box question;
-`box` and `confidence` read (its timeout and key variable are not recorded: 180 s here, and
-IMAGEJEVBENCH_API_KEY, a name of ours).
+`box` and `confidence` read (timeout and key variable not recorded: 180 s, IMAGEJEVBENCH_API_KEY
+here); it needs a vision profile (a text profile refuses box questions with a 422).
 Never starts or stops a server, never retries what its harness would not, standard library
 only. A score is never computed: these are plumbing checks.
 """
@@ -253,6 +253,8 @@ def run_box(client: Client, model: str, log) -> None:
         status, _, text = client.post(client.path, {
             "model": model, "state": state,
             "questions": {"where": {"type": "box", "instructions": instructions}}})
+        if status == 422 and "vision-language model profile" in text:
+            raise Failed(f"{name}: HTTP 422: the box smoke needs a vision profile: {text[:300]}")
         doc = _json(status, text, name)
         edges, conf = box_read((doc.get("answers") or {}).get("where") or {})
         log(f"{name}: box {[round(e, 3) for e in edges]} (drawn at {truth}), confidence "

@@ -1,12 +1,15 @@
 """Start N onepass stacks (serve.sh each: its own vLLM and shim) behind HAProxy on loopback, and
 stop them cleanly.
 
-Usage: python3 deploy/scale.py --servers 2 [--port 8740] [--log-dir logs/scale]
-  HAProxy listens on --port; stack i (1..N) has its shim on port+2i-1 and its vLLM on port+2i,
+Usage: python3 deploy/scale.py --servers 2 [--port 8750] [--log-dir logs/scale]
+  HAProxy listens on --port; stack i (1..N) has its shim on port+2i-1 and its vLLM on port+2i
+  (the default keeps clear of a quick-start serve.sh on 8741/8742; a port already taken is an
+  error before anything starts),
   and logs under <log-dir>/s<i>.<run>/ (serve.log, vllm.log, shim.log); HAProxy's own log
   (one line per request and per server state change) and rendered config are in <log-dir>/.
-  Prints `onepass balanced: http://127.0.0.1:<port> (...)` once every stack is warm and in
-  the balancer's rotation.
+  Prints its own PID first (`scale.py: pid N`, for the signals below), then
+  `onepass balanced: http://127.0.0.1:<port> (...)` once every stack is warm and in the
+  balancer's rotation.
   --one-gpu-each: stack i gets CUDA_VISIBLE_DEVICES=i-1, one pair per GPU (unmeasured: this
   machine has no GPU).
   SIGHUP: a rolling restart, one stack at a time, each back in rotation before the next stops.
@@ -19,7 +22,9 @@ What the balancer does and why: docs/production.md. Standard library only.
 from __future__ import annotations
 
 import argparse
+import os
 import signal
+import socket
 import sys
 import threading
 from pathlib import Path
@@ -28,10 +33,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from cluster import ROOT, Cluster  # noqa: E402
 
 
+def in_use(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return True
+    return False
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--servers", type=int, default=2, help="stacks to start (default 2)")
-    ap.add_argument("--port", type=int, default=8740, help="the balancer's port (default 8740)")
+    ap.add_argument("--port", type=int, default=8750, help="the balancer's port (default 8750)")
     ap.add_argument("--log-dir", type=Path, default=ROOT / "logs" / "scale")
     ap.add_argument("--ready-timeout-s", type=float, default=900)
     ap.add_argument("--one-gpu-each", action="store_true",
@@ -40,6 +54,11 @@ def main(argv=None) -> int:
     if args.servers < 1:
         ap.error("--servers must be at least 1")
     ports = [(args.port + 2 * i + 1, args.port + 2 * i + 2) for i in range(args.servers)]
+    taken = [p for p in (args.port, *(p for pair in ports for p in pair)) if in_use(p)]
+    if taken:
+        ap.error(f"ports {taken} are in use on 127.0.0.1 (another serve.sh or balancer?): "
+                 f"choose another --port")
+    print(f"scale.py: pid {os.getpid()}", flush=True)
     gpus = [{"CUDA_VISIBLE_DEVICES": str(i)} for i in range(args.servers)]
     cluster = Cluster(ports, args.port, args.log_dir,
                       stack_env=gpus if args.one_gpu_each else None)

@@ -40,6 +40,9 @@ class Layout:
     # per option: orders >= n reads every cyclic order of an n-option choice) ...
     orders_as_reads: bool = False  # ... in one prompt (own labels per copy) or one read each
     shrink: float = 0.0  # toward uniform, times the disagreement between the orders
+    both_directions: bool = False  # every listing also read backwards: a choice's orders each
+    # reversed (with every cyclic order read, a reversed request reads the same prompts), a
+    # score's levels also highest first; as reads of their own
     compact_json: bool = True  # a JSON state as compact JSON, else indented
     state_selection: str = "bm25"  # a state too long for the context: what each question keeps
 
@@ -218,6 +221,7 @@ def check_layout(layout: Layout, where: str) -> None:
     """Types and ranges of the prompt techniques (also used for per-request overrides)."""
     ok = (isinstance(layout.guard_line, bool) and isinstance(layout.question_first, bool)
           and isinstance(layout.orders_as_reads, bool) and isinstance(layout.compact_json, bool)
+          and isinstance(layout.both_directions, bool)
           and type(layout.repeat) is int and 1 <= layout.repeat <= MAX_REPEAT
           and type(layout.orders) is int and 1 <= layout.orders <= MAX_ORDERS
           and isinstance(layout.shrink, (int, float)) and 0 <= layout.shrink <= 1

@@ -100,7 +100,7 @@ def question_probabilities(question: Question, pairs, calibration: Calibration,
 
 def answer(question: Question, probs: list[float]) -> Answer:
     """The kind's summary of its probabilities (choice, score, confidence)."""
-    return kinds.get(question.kind).answer(probs)
+    return kinds.get(question.kind).answer(probs, question)
 
 
 def blend(first: list[float], second: list[float], first_weight: float) -> list[float]:

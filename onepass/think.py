@@ -87,7 +87,7 @@ def _read_again(pipe, decision: Decision, s, outcome: Outcome, starts: dict) -> 
         p = s.position[i]
         first = answers[p]
         probs = reasoning.blend(first.probabilities, second.answers[j].probabilities)
-        answers[p] = kinds.get(first.kind).answer(probs)
+        answers[p] = kinds.get(first.kind).answer(probs, s.reads.questions[p])
     return replace(outcome, answers=tuple(answers),
                    num_input_tokens=outcome.num_input_tokens + second.num_input_tokens,
                    num_cached_tokens=outcome.num_cached_tokens + second.num_cached_tokens)

@@ -20,9 +20,6 @@ from dataclasses import replace
 
 import torch
 
-ENV = "ONEPASS_BATCH_INVARIANT"
-
-
 def per_query(builder, meta):
     """The same step's metadata with one kernel request per query token."""
     n = meta.num_actual_tokens
@@ -31,12 +28,13 @@ def per_query(builder, meta):
     counts = qsl[1:num_reqs + 1] - qsl[:num_reqs]
     req = torch.repeat_interleave(torch.arange(num_reqs), counts)[:n]
     token = torch.arange(n)
+    whole = meta.seq_lens.to(torch.int64)[req]  # each token's request length
     # A token's position is its request's length minus how many of its tokens come after it.
-    seq_lens = (meta.seq_lens.to(torch.int64)[req] - qsl[1:num_reqs + 1][req] + token + 1)
+    seq_lens = whole - qsl[1:num_reqs + 1][req] + token + 1
     flags = None
     if meta.dynamic_causal is not None:  # two-way rows (flag 0) see their whole prompt
         flags = meta.dynamic_causal[:num_reqs][req].contiguous()
-        seq_lens = torch.where(flags == 0, meta.seq_lens.to(torch.int64)[req], seq_lens)
+        seq_lens = torch.where(flags == 0, whole, seq_lens)
     seq_lens = seq_lens.to(torch.int32)
     starts = torch.arange(n + 1, dtype=torch.int32)
     from vllm import _custom_ops as ops

@@ -49,7 +49,7 @@ class Kind:
         """The kind's own step after the shared readout (none by default)."""
         return probs
 
-    def answer(self, probs: list[float]) -> Answer:
+    def answer(self, probs: list[float], question=None) -> Answer:
         raise NotImplementedError
 
     # -- /v1/systemone -------------------------------------------------------------------

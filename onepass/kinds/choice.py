@@ -58,7 +58,7 @@ class Choice(Kind):
                          "sales": "Pricing and upgrades"}}}}
 
     def num_reads(self, opts) -> int:
-        return opts.orders if opts.orders_as_reads else 1
+        return (opts.orders if opts.orders_as_reads else 1) * (2 if opts.both_directions else 1)
 
     def listings(self, q, labels, opts):
         n, usable = len(q.options), labels.choice
@@ -67,14 +67,23 @@ class Choice(Kind):
                                           f"{len(usable)} options per choice", "too_long")])
         k = min(opts.orders, n)  # n orders: each option once in each position
         rotations = [_rotation(n, j, k) for j in range(k)]
+        directions = [rotations] + ([[r[::-1] for r in rotations]] if opts.both_directions else [])
         if opts.orders_as_reads:
-            return [_read(q, [(usable[:n], order)], j) for j, order in enumerate(rotations)]
+            return [_read(q, [(usable[:n], order)], d * k + j)
+                    for d, orders in enumerate(directions) for j, order in enumerate(orders)]
         copies = min(k, len(usable) // n)  # each copy needs labels of its own
-        return [_read(q, [(usable[j * n:(j + 1) * n], rotations[j]) for j in range(copies)],
-                      None)]
+        return [_read(q, [(usable[j * n:(j + 1) * n], orders[j]) for j in range(copies)],
+                      None) for orders in directions]
 
-    def answer(self, probs):
-        return Answer(self.name, tuple(probs), confidence(probs), 0.0, best(probs))
+    def answer(self, probs, question=None):
+        """The most probable option; a tie goes to the smallest option key, never to the
+        option listed first (that would make the answer follow the request's order)."""
+        if question is None:
+            return Answer(self.name, tuple(probs), confidence(probs), 0.0, best(probs))
+        top = max(probs)
+        pick = min((o.key, i) for i, (o, p) in enumerate(zip(question.options, probs))
+                   if p == top)[1]
+        return Answer(self.name, tuple(probs), confidence(probs), 0.0, pick)
 
     def systemone_options(self, criteria, loc, check, max_options, instructions=None):
         if not is_criteria(criteria, dict, loc, check,

@@ -40,14 +40,25 @@ class Score(Kind):
             "type": "score", "instructions": "How angry is the customer?",
             "criteria": ["Calm", "Annoyed", "Furious"]}}}
 
-    def listings(self, q, labels, opts):
-        n = len(q.options)
-        pairs = labels.score[:n]
-        lines = listed_lines(q, [(pairs, tuple(range(n)))], "Levels, lowest first:",
-                             "the label of the right level", lambda option: option.text)
-        return [(lines, pairs, tuple(range(n)), (0,) * n)]
+    def num_reads(self, opts) -> int:
+        return 2 if opts.both_directions else 1
 
-    def answer(self, probs):
+    def listings(self, q, labels, opts):
+        """Levels lowest first; with both_directions also highest first, as a second read.
+        A level keeps its label (its number) in either direction."""
+        n = len(q.options)
+        ways = [("Levels, lowest first:", tuple(range(n)))]
+        if opts.both_directions:
+            ways.append(("Levels, highest first:", tuple(range(n - 1, -1, -1))))
+        out = []
+        for d, (heading, levels) in enumerate(ways):
+            pairs = tuple(labels.score[i] for i in levels)
+            lines = listed_lines(q, [(pairs, levels)], heading, "the label of the right level",
+                                 lambda option: option.text)
+            out.append((lines, pairs, levels, (d,) * n))
+        return out
+
+    def answer(self, probs, question=None):
         expected = math.fsum(i * p for i, p in enumerate(probs))
         return Answer(self.name, tuple(probs), confidence(probs), expected, best(probs))
 

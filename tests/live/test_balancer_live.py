@@ -185,7 +185,8 @@ def test_killed_vllm_leaves_rotation(balanced):
 def test_deploy_files(tmp_path):
     """deploy/haproxy.cfg as deploy/cluster.py renders it passes `haproxy -c`; deploy/k8s.yaml
     parses (PyYAML, pinned in deps/cpu.txt) and probes /health for readiness and
-    /health?live=1 for liveness. No server needed."""
+    /health?live=1 for liveness (the schema: tests/unit/test_k8s_manifest.py). No server
+    needed."""
     import subprocess
     import yaml
     from cluster import render
@@ -196,7 +197,7 @@ def test_deploy_files(tmp_path):
     assert check.returncode == 0, check.stdout + check.stderr
     assert cfg.read_text().count("\n    server ") == 3
     docs = list(yaml.safe_load_all((ROOT / "deploy" / "k8s.yaml").read_text()))
-    assert [d["kind"] for d in docs] == ["Deployment", "Service"]
+    assert [d["kind"] for d in docs] == ["Deployment", "PersistentVolumeClaim", "Service"]
     pod = docs[0]["spec"]["template"]["spec"]["containers"][0]
     assert pod["readinessProbe"]["httpGet"]["path"] == "/health"
     assert pod["livenessProbe"]["httpGet"]["path"] == "/health?live=1"

@@ -153,3 +153,42 @@ def test_two_way_equals_hf_in_bf16(bf16):
     for two_way, causal, ref_two, ref_one, _ in rows:
         assert gap(two_way, ref_two) <= bound, (two_way, ref_two, noise, bound)
         assert gap(two_way, ref_one) > bound, (two_way, ref_one, bound)  # not a causal read
+
+
+@pytest.fixture(scope="module")
+def bf16_fp32_head(tmp_path_factory):
+    """The same bf16 server with the lm_head in fp32, as serve.sh starts a bf16 model."""
+    from conftest import VLLM_TEST_ARGS, start_vllm
+    args = ("--dtype", "bfloat16", "--enforce-eager", "--block-size", "32", "--max-model-len",
+            "4096", "--hf-overrides", '{"head_dtype": "float32"}', *VLLM_TEST_ARGS)
+    server = start_vllm(SMOLLM2, "smollm2-135m-instruct", args, "onepass_two_way",
+                        tmp_path_factory.mktemp("bf16_head") / "vllm.log")
+    yield server
+    server.stop()
+
+
+def shim_health(vllm_url) -> tuple[int, dict]:
+    from conftest import free_port, start_shim, wait_health
+    port = free_port()
+    proc = start_shim(vllm_url, port)
+    try:
+        return wait_health(f"http://127.0.0.1:{port}", {"ok", "failed"}, timeout=300)
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+
+
+def test_half_precision_labels_are_refused_and_an_fp32_head_serves(bf16, bf16_fp32_head):
+    """probe: a bf16 model whose lm_head runs in bf16 gives label log-probs 1/16-1/8 nat apart
+    on the half-precision grid, and the shim refuses to serve it; the same model with the fp32
+    head (serve.sh's flag) reads off the grid and the shim gets ready."""
+    from onepass.backend.probes import on_half_grid
+    labels = [tokenize(bf16.url, x)[0] for x in "ABCDE"]
+    for server, on_grid in ((bf16, True), (bf16_fp32_head, False)):
+        for prompt in PROMPTS:
+            lps = label_logprobs(ok(complete(server.url, unique(prompt), labels=labels)), labels)
+            assert on_half_grid(lps) is on_grid, (server.url, lps)
+    status, health = shim_health(bf16.url)
+    assert status == 503 and "grid" in health["reason"], health
+    status, health = shim_health(bf16_fp32_head.url)
+    assert status == 200, health

@@ -1,0 +1,110 @@
+"""deploy/k8s.yaml against the Kubernetes API schema and what a pod needs to start.
+
+Every object is validated by the model of its kind in the pinned `kubernetes` client
+(deps/test.txt: its models are the API's OpenAPI schema as pydantic classes that forbid unknown
+fields and check each field's type), then held to explicit rules: a startupProbe before
+liveness, readiness on /health, liveness on /health?live=1, the model and cache volumes, the
+profile, requests and limits, a non-root read-only securityContext, and the image tag
+deploy/build_image.sh produces. Needs PyYAML and kubernetes (the venv); skipped under the
+machine's python3 -S.
+"""
+import subprocess
+import unittest
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+MANIFEST = ROOT / "deploy" / "k8s.yaml"
+try:
+    import yaml
+    from kubernetes.client import models
+except ImportError as e:  # python3 -S: no site-packages
+    yaml = models = None
+    MISSING = str(e)
+
+KINDS = {("apps/v1", "Deployment"): "V1Deployment", ("v1", "Service"): "V1Service",
+         ("v1", "PersistentVolumeClaim"): "V1PersistentVolumeClaim"}
+
+
+def schema_errors(doc: dict) -> list[str]:
+    """The kind's model validating the object: [] or the schema's complaints."""
+    name = KINDS.get((doc.get("apiVersion"), doc.get("kind")))
+    if name is None:
+        return [f"no schema model here for {doc.get('apiVersion')} {doc.get('kind')}"]
+    try:
+        getattr(models, name).model_validate(doc)
+    except Exception as e:  # pydantic's ValidationError lists every field
+        return [f"{doc['kind']}: {e}"]
+    return []
+
+
+def pod_problems(deployment: dict) -> list[str]:
+    """What would keep a pod from starting, or restart it while it starts."""
+    spec = deployment["spec"]["template"]["spec"]
+    (c,) = spec["containers"]
+    env = {e["name"]: e.get("value") for e in c.get("env", [])}
+    sec, pod_sec = c.get("securityContext", {}), spec.get("securityContext", {})
+    mounts = {m["mountPath"]: m["name"] for m in c.get("volumeMounts", [])}
+    volumes = {v["name"] for v in spec.get("volumes", [])}
+    tag = subprocess.run(["bash", str(ROOT / "deploy" / "build_image.sh"), "--print-tag",
+                          "--target", "gpu"], capture_output=True, text=True).stdout.strip()
+    startup, live = c.get("startupProbe"), c.get("livenessProbe", {})
+    rules = {
+        "a startupProbe on /health?live=1": startup and startup["httpGet"]["path"] == "/health?live=1",
+        "the startupProbe allows at least 5 minutes": startup and
+            startup.get("periodSeconds", 10) * startup.get("failureThreshold", 3) >= 300,
+        "readiness on /health": c.get("readinessProbe", {}).get("httpGet", {}).get("path") == "/health",
+        "liveness on /health?live=1": live.get("httpGet", {}).get("path") == "/health?live=1",
+        "ONEPASS_PROFILE set": bool(env.get("ONEPASS_PROFILE")),
+        "ONEPASS_MODEL under the model volume": (env.get("ONEPASS_MODEL") or "").startswith(
+            next((p for p, n in mounts.items() if n == "models"), "?")),
+        "volumes for the model, home (logs, caches) and /tmp": {"/models", "/home/onepass",
+                                                                 "/tmp"} <= set(mounts),
+        "every mount has a volume": set(mounts.values()) <= volumes,
+        "cpu and memory requests": {"cpu", "memory"} <= set(c.get("resources", {}).get("requests", {})),
+        "a memory limit": "memory" in c.get("resources", {}).get("limits", {}),
+        "runAsNonRoot": sec.get("runAsNonRoot", pod_sec.get("runAsNonRoot")) is True,
+        "readOnlyRootFilesystem": sec.get("readOnlyRootFilesystem") is True,
+        "no privilege escalation": sec.get("allowPrivilegeEscalation") is False,
+        "capabilities dropped": "ALL" in sec.get("capabilities", {}).get("drop", []),
+        f"the image tag build_image.sh makes ({tag})": bool(tag) and c["image"].endswith("/" + tag),
+    }
+    return [rule for rule, ok in rules.items() if not ok]
+
+
+@unittest.skipIf(models is None, f"needs PyYAML and kubernetes (deps/test.txt): {'' if models else MISSING}")
+class TestManifest(unittest.TestCase):
+    def setUp(self):
+        self.docs = list(yaml.safe_load_all(MANIFEST.read_text()))
+
+    def test_every_object_matches_the_api_schema(self):
+        self.assertEqual([d["kind"] for d in self.docs],
+                         ["Deployment", "PersistentVolumeClaim", "Service"])
+        self.assertEqual([e for d in self.docs for e in schema_errors(d)], [])
+
+    def test_the_pod_can_start(self):
+        self.assertEqual(pod_problems(self.docs[0]), [])
+
+    def test_the_checks_can_fail(self):
+        """The manifest before issue 26 (no startupProbe, securityContext, volumes, profile,
+        requests; :latest) fails the rules, and a misspelt field or a wrong type fails the schema."""
+        old = yaml.safe_load(MANIFEST.read_text().split("\n---")[0])
+        c = old["spec"]["template"]["spec"]["containers"][0]
+        for key in ("startupProbe", "securityContext", "volumeMounts"):
+            del c[key]
+        del old["spec"]["template"]["spec"]["securityContext"]
+        c["image"] = "registry.example.com/onepass:latest"
+        c["env"] = [e for e in c["env"] if e["name"] != "ONEPASS_PROFILE"]
+        problems = pod_problems(old)
+        for rule in ("a startupProbe on /health?live=1", "runAsNonRoot", "readOnlyRootFilesystem",
+                     "ONEPASS_PROFILE set", "volumes for the model, home (logs, caches) and /tmp"):
+            self.assertIn(rule, problems)
+        self.assertTrue(any(p.startswith("the image tag") for p in problems))
+        c["readinessProbe"]["periodSecond"] = 2
+        self.assertTrue(schema_errors(old))
+        del c["readinessProbe"]["periodSecond"]
+        c["resources"]["limits"]["memory"] = 24
+        self.assertTrue(schema_errors(old))
+
+
+if __name__ == "__main__":
+    unittest.main()
