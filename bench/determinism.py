@@ -108,6 +108,15 @@ def largest_gap(a: dict, b: dict) -> float:
     return max((abs(left[k] - right[k]) for k in left.keys() & right.keys()), default=0.0)
 
 
+def tally(out: dict, i: int, name: str, differs: bool, gap: float) -> None:
+    """One pair counted into `out` (pairs, differing, max_gap, examples)."""
+    out["pairs"] += 1
+    if differs:
+        out["differing"] += 1
+        out["max_gap"] = max(out["max_gap"], gap)
+        out["examples"].append((i, name))
+
+
 def compare(url: str, requests: int, reasoning_every: int = 4, first: int = 0) -> dict:
     """Each request alone, then under background load, then warm; pairs against the first."""
     out = {"pairs": 0, "differing": 0, "max_gap": 0.0, "examples": []}
@@ -121,11 +130,8 @@ def compare(url: str, requests: int, reasoning_every: int = 4, first: int = 0) -
             background.stop()
         warm = post(url, body)
         for name, other in (("loaded", loaded), ("warm", warm)):
-            out["pairs"] += 1
-            if seen(other) != seen(alone):
-                out["differing"] += 1
-                out["max_gap"] = max(out["max_gap"], largest_gap(alone, other))
-                out["examples"].append((i, name))
+            differs = seen(other) != seen(alone)  # a thought's text can differ with no number
+            tally(out, i, name, differs, largest_gap(alone, other) if differs else 0.0)
     return out
 
 
@@ -171,12 +177,8 @@ def engine_compare(url: str, requests: int) -> dict:
             t.join()
         warm = read(text)
         for name, other in (("loaded", busy), ("warm", warm)):
-            out["pairs"] += 1
             gap = max(abs(a - b) for a, b in zip(cold, other))
-            if gap:
-                out["differing"] += 1
-                out["max_gap"] = max(out["max_gap"], gap)
-                out["examples"].append((i, name))
+            tally(out, i, name, gap != 0, gap)
     return out
 
 

@@ -49,7 +49,8 @@ class Kind:
         """The kind's own step after the shared readout (none by default)."""
         return probs
 
-    def answer(self, probs: list[float], question=None) -> Answer:
+    def answer(self, probs: list[float], question) -> Answer:
+        """The answer from the calibrated probabilities of `question`'s options (in its order)."""
         raise NotImplementedError
 
     # -- /v1/systemone -------------------------------------------------------------------

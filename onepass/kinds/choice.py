@@ -9,7 +9,7 @@ from __future__ import annotations
 from ..api.checks import MAX_OPTIONS, MIN_OPTIONS
 from ..decision import CHOICE, Answer, Option
 from ..errors import InvalidRequest, Problem
-from .base import Kind, best, described, entries, is_criteria, listed_lines, unknown_fields
+from .base import Kind, described, entries, is_criteria, listed_lines, unknown_fields
 
 
 def confidence(probs) -> float:
@@ -75,11 +75,9 @@ class Choice(Kind):
         return [_read(q, [(usable[j * n:(j + 1) * n], orders[j]) for j in range(copies)],
                       None) for orders in directions]
 
-    def answer(self, probs, question=None):
+    def answer(self, probs, question):
         """The most probable option; a tie goes to the smallest option key, never to the
         option listed first (that would make the answer follow the request's order)."""
-        if question is None:
-            return Answer(self.name, tuple(probs), confidence(probs), 0.0, best(probs))
         top = max(probs)
         pick = min((o.key, i) for i, (o, p) in enumerate(zip(question.options, probs))
                    if p == top)[1]

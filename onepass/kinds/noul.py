@@ -46,7 +46,7 @@ class Noul(Kind):
         yes = max(probs[0], floor) if probs[0] >= 0.5 else min(probs[0], 1 - floor)
         return [yes, 1 - yes]
 
-    def answer(self, probs, question=None):
+    def answer(self, probs, question):
         return Answer(self.name, tuple(probs), 1.0, probs[0], best(probs))
 
     def systemone_options(self, criteria, loc, check, max_options, instructions=None):

@@ -58,7 +58,7 @@ class Score(Kind):
             out.append((lines, pairs, levels, (d,) * n))
         return out
 
-    def answer(self, probs, question=None):
+    def answer(self, probs, question):
         expected = math.fsum(i * p for i, p in enumerate(probs))
         return Answer(self.name, tuple(probs), confidence(probs), expected, best(probs))
 

@@ -88,7 +88,7 @@ class TestRegistry(unittest.TestCase):
             for lines, pairs, option_of_label, _ in kind.listings(q, LABELS, PROFILE.layout):
                 self.assertEqual(len(pairs), len(option_of_label))
                 self.assertTrue(lines[-1].startswith("Reply with"))
-            a = kind.answer([0.75, 0.25][:n])
+            a = kind.answer([0.75, 0.25][:n], q)
             self.assertEqual((a.kind, a.probabilities, a.best), (kind.name, (0.75, 0.25), 0))
 
 
