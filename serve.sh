@@ -4,13 +4,15 @@
 # `--verify-only` after the integrity checks.
 # Environment: ONEPASS_PORT (8741), ONEPASS_VLLM_PORT (8742), ONEPASS_HOST (127.0.0.1),
 # ONEPASS_PROFILE (serve_config.json's default), ONEPASS_MODEL (path or hub id; default: the
-# embedded SmolLM2), ONEPASS_API_KEY (empty = auth off), ONEPASS_DEVICE (auto|cpu|gpu),
+# profile's embedded model, built once: SmolLM2 unless the profile names another),
+# ONEPASS_API_KEY (empty = auth off), ONEPASS_DEVICE (auto|cpu|gpu),
 # ONEPASS_DTYPE (CPU: auto = bf16 where native, else fp32; float32|bfloat16), ONEPASS_EAGER
 # (CPU: 1 = --enforce-eager, the default; 0 = torch.compile), ONEPASS_VENV (.venv), ONEPASS_CACHE
 # (~/.cache/onepass), ONEPASS_LOG_DIR (logs), ONEPASS_VLLM_ARGS (extra vLLM flags),
 # ONEPASS_READY_TIMEOUT_S (900), ONEPASS_DRAIN_TIMEOUT_S (30: on SIGTERM the shim drains first,
 # then vLLM stops), ONEPASS_INSTALL (1; 0 = install nothing at start: a venv not set up for this
-# device's lock is exit 10, as in the image deploy/build_image.sh builds),
+# device's lock, or for deps/models.txt when the profile's embedded model needs it, is exit 10,
+# as in the image deploy/build_image.sh builds),
 # VLLM_PLUGINS (default onepass_two_way, plus onepass_batch_invariant with ONEPASS_BATCH_INVARIANT=1:
 # the engine plugin's entry points), ONEPASS_BATCH_INVARIANT (0; 1 = answers do not move with what
 # shares a step or the prefix cache; opt-in until its cost is measured), VLLM_PATCHES=1 (stock vLLM with
@@ -46,6 +48,21 @@ device() {
 
 deps_hash() {  # deps_hash DEVICE: what the venv's stamp holds once set up for DEVICE's lock
   cat "$ROOT/deps/$1.txt" "$ROOT/deps/test.txt" "$ROOT/deps/clients.txt" | sha256sum | cut -d' ' -f1
+}
+
+setup_models() {  # setup_models NAME: deps/models.txt (NAME's weights) in the venv, once
+  local lock="$ROOT/deps/models.txt" stamp="$VENV/.onepass-models" want
+  want=$(sha256sum < "$lock" | cut -d' ' -f1)
+  [ "$(cat "$stamp" 2>/dev/null || true)" = "$want" ] && return 0
+  if [ "${ONEPASS_INSTALL:-1}" = 0 ]; then
+    say "error: profile ${ONEPASS_PROFILE:-default} builds its embedded model $1 from" \
+      "deps/models.txt, which $VENV is not set up for, and ONEPASS_INSTALL=0 installs nothing:" \
+      "set ONEPASS_MODEL to a built checkpoint, serve another profile, or set the venv up once" \
+      "with ONEPASS_INSTALL=1" >&2
+    exit 10
+  fi
+  run "$PY" -m pip install -q --no-deps -r "$lock" || exit 10
+  echo "$want" > "$stamp"
 }
 
 setup() {
@@ -85,13 +102,22 @@ setup() {
     run python3 "$ROOT/tools/verify_install.py" install "$VENV" || exit 10
   fi
   if [ -z "${ONEPASS_MODEL:-}" ]; then
-    MODEL=$(export HF_HUB_OFFLINE=1; run "$PY" "$ROOT/tools/build_model.py" \
-      "$CACHE/models/smollm2-135m-instruct" | tail -n 1) || exit 10
-    # The embedded vision model borrows the SmolLM2 tokenizer built just above.
-    if [ "$(profile_field embedded)" = idefics3-tiny ]; then
-      MODEL=$(export HF_HUB_OFFLINE=1; run "$PY" "$ROOT/tools/build_vlm.py" \
-        "$CACHE/models/idefics3-tiny" | tail -n 1) || exit 10
-    fi
+    # The profile's `embedded` build: SmolLM2 (the default), the vision model (which borrows
+    # the SmolLM2 tokenizer built first), or another of build_model.py's --model names, whose
+    # weights come from the optional lock deps/models.txt.
+    local embedded; embedded=$(profile_field embedded)
+    case "$embedded" in
+      ""|smollm2-135m-instruct|idefics3-tiny)
+        MODEL=$(export HF_HUB_OFFLINE=1; run "$PY" "$ROOT/tools/build_model.py" \
+          "$CACHE/models/smollm2-135m-instruct" | tail -n 1) || exit 10
+        if [ "$embedded" = idefics3-tiny ]; then
+          MODEL=$(export HF_HUB_OFFLINE=1; run "$PY" "$ROOT/tools/build_vlm.py" \
+            "$CACHE/models/idefics3-tiny" | tail -n 1) || exit 10
+        fi ;;
+      *) setup_models "$embedded"
+        MODEL=$(export HF_HUB_OFFLINE=1; run "$PY" "$ROOT/tools/build_model.py" \
+          "$CACHE/models/$embedded" --model "$embedded" | tail -n 1) || exit 10 ;;
+    esac
   else
     MODEL=$ONEPASS_MODEL
   fi

@@ -2,7 +2,7 @@
 
 Usage: .venv/bin/python bench/evaluate.py --url http://127.0.0.1:8741 [--data PATH ...]
        [--split eval|fit|all] [--limit N] [--concurrency 4] [--order-check]
-       [--extra '{"attention_mode": "causal"}'] [--json OUT.json]
+       [--extra '{"attention_mode": "causal"}'] [--json OUT.json] [--bootstrap N]
 Owns: sending bench/devdata.py's items to `<url>/v1/systemone` (standard-library HTTP, the key from
 ONEPASS_API_KEY), turning answers into bench/metrics.py records, and the per-task table / JSON.
 Never starts or stops a server, never changes the data, and never stops on a non-200 answer: those
@@ -205,12 +205,19 @@ def main(argv=None) -> int:
     parser.add_argument("--order-check", action="store_true",
                         help="also read every choice with its options reversed")
     parser.add_argument("--json", help="write the results (and every record) here")
+    parser.add_argument("--bootstrap", type=int, default=0, metavar="N",
+                        help="also print overall 95%% intervals from N resamples of decisions")
     args = parser.parse_args(argv)
     skipped = Counter()
     items = devdata.split(devdata.load(args.data, skipped), args.split, args.limit)
     result = run(args.url, items, args.concurrency, args.order_check, args.extra)
     rep = report(result)
     print(format_table(rep))
+    if args.bootstrap:
+        import bootstrap
+        bands = bootstrap.intervals(result["records"], args.bootstrap)
+        print(f"overall 95% intervals ({args.bootstrap} resamples of decisions): " + ", ".join(
+            f"{m} [{cell(lo)}, {cell(hi)}]" for m, (lo, hi) in bands.items()))
     for what, count in {**rep["errors"], **{f"skipped {k}": v for k, v in skipped.items()}}.items():
         print(f"{what}: {count}")
     if args.json:

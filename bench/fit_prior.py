@@ -2,6 +2,7 @@
 
 Usage: .venv/bin/python bench/fit_prior.py --url http://127.0.0.1:8741 [--data PATH ...]
        [--limit N] [--profile NAME] [--config serve_config.json] [--write] [--json OUT]
+       [--fit-only]
 A small model answers largely by position (SmolLM2 mostly says B). Reading every order costs a
 read per order; this measures the model's average preference for each listing position instead
 and takes it off every answer, at no cost per request (PriDe, Zheng et al. 2023: estimate the
@@ -11,7 +12,9 @@ orders 1); per kind (noul, choice) and option count, the log of the mean probabi
 position (no gold labels used); one temperature per kind fitted on the debiased fit answers
 (fit_calibration.fit_exponent); then the eval split read through the server untempered and with
 the fit (kwargs.calibration), every choice also reversed, and the before/after table. With --write,
-the profile's calibration block. Never restarts the server.
+the profile's calibration block. --fit-only skips the eval reads (bench/evaluate.py then
+reads the eval half with the fit: --extra '{"kwargs": {"calibration": <the fit>}}').
+Never restarts the server.
 """
 import datetime
 import json
@@ -73,6 +76,7 @@ def main(argv=None) -> int:
     parser = fit_calibration.profile_parser(__doc__)
     parser.add_argument("--write", action="store_true", help="write the fit into the profile")
     parser.add_argument("--json", help="write the fit and both eval rows here")
+    parser.add_argument("--fit-only", action="store_true", help="fit, then stop (no eval reads)")
     args = parser.parse_args(argv)
     path, config, name = fit_calibration.read_profile(parser, args)
     layout = config["profiles"][name]["layout"]
@@ -86,12 +90,14 @@ def main(argv=None) -> int:
     print(f"fit on {len(fit_run['records'])} questions: {json.dumps(fitted)}")
     eval_items = devdata.split(items, "eval", args.limit)
     rows = {}
-    for label, cal in (("untempered", UNTEMPERED), ("fitted prior and temperatures", fitted)):
+    for label, cal in () if args.fit_only else (("untempered", UNTEMPERED),
+                                                 ("fitted prior and temperatures", fitted)):
         run = evaluate.run(args.url, eval_items, args.concurrency, order_check=True,
                            extra={"kwargs": {"calibration": cal}}, desc=f"eval, {label}")
         rows[label] = evaluate.report(run)["overall"]
-    print("| eval half | accuracy | ECE | Brier | order sensitivity | n |")
-    print("|---|---|---|---|---|---|")
+    if rows:
+        print("| eval half | accuracy | ECE | Brier | order sensitivity | n |")
+        print("|---|---|---|---|---|---|")
     for label, m in rows.items():
         print(f"| {label} | " + " | ".join(evaluate.cell(m.get(c)) for c in (
             "accuracy", "ece", "brier", "order_sensitivity", "n")) + " |")

@@ -68,14 +68,29 @@ def publish(tmp: Path, out: Path, expected: dict, tool: str, hint: str) -> None:
     os.replace(tmp, out)
 
 
-def main(build, expected: dict, tool: str) -> None:
-    """A builder's command line: OUT_DIR is checked if built, else built; then printed."""
-    if {"-h", "--help"} & set(sys.argv[1:]):  # usage, and nothing built
-        sys.exit(print(f"usage: python tools/{tool}.py OUT_DIR"))
-    if len(sys.argv) != 2:
-        sys.exit(f"usage: python tools/{tool}.py OUT_DIR")
-    out = Path(sys.argv[1]).expanduser().resolve()
+def main(build, expected: dict | None, tool: str, models: dict | None = None) -> None:
+    """A builder's command line: OUT_DIR is checked if built, else built; then printed. With
+    MODELS ({name: expected digests}), `--model NAME` picks one (default: the first) and the
+    build is called as build(out, name)."""
+    args = sys.argv[1:]
+    usage = f"usage: python tools/{tool}.py OUT_DIR" + (
+        f" [--model {'|'.join(models)}]" if models else "")
+    if {"-h", "--help"} & set(args):  # usage, and nothing built
+        sys.exit(print(usage))
+    name = None
+    if models:
+        name = next(iter(models))
+        if "--model" in args:
+            i = args.index("--model")
+            name = args[i + 1] if i + 1 < len(args) else ""
+            del args[i:i + 2]
+        if name not in models:
+            sys.exit(f"{tool}: unknown model {name!r}; one of {', '.join(models)}")
+        expected = models[name]
+    if len(args) != 1:
+        sys.exit(usage)
+    out = Path(args[0]).expanduser().resolve()
     if not verify(out, expected, tool):
         out.parent.mkdir(parents=True, exist_ok=True)
-        build(out)
+        build(out) if name is None else build(out, name)
     print(out)

@@ -89,12 +89,16 @@ class TestPolicy(unittest.TestCase):
         self.assertTrue(reasoning.block(s, "x").endswith("\n"))
 
     def test_profiles_settings_and_bad_ones(self):
-        """settings: every shipped profile loads its settings and cost model; a bad cost
-        model or a close that does not end where the slot goes is refused."""
+        """settings: every shipped profile loads its settings and cost model, or never thinks
+        and says why in its provenance; a bad cost model or a close that does not end where
+        the slot goes is refused."""
         doc = json.loads((ROOT / "serve_config.json").read_text())
         for name in doc["profiles"]:
-            s = load_profile(str(ROOT / "serve_config.json"), name)[1].reasoning
-            self.assertEqual(set(s.cost), reasoning.COST_KEYS, name)
+            profile = load_profile(str(ROOT / "serve_config.json"), name)[1]
+            if profile.reasoning is None:
+                self.assertIn("never thinks", profile.provenance.get("reasoning", ""), name)
+                continue
+            self.assertEqual(set(profile.reasoning.cost), reasoning.COST_KEYS, name)
         raw = doc["profiles"]["smollm2-135m"]["reasoning"]
         for bad in ({**raw, "close": "So:"}, {**raw, "tau": 0}, {**raw, "cost_model": "nope.json"},
                     {**raw, "default_mode": "sometimes"}, {k: v for k, v in raw.items()
