@@ -160,12 +160,12 @@ class Pipeline:
         would alone, so every form of a request answers the same."""
         thinking = decision.reasoning is not None and decision.reasoning.mode != "off"
         if not thinking and all(kinds.get(q.kind).reads for q in decision.questions):
-            budget = work.Budget(self.settings.max_reads, work.plan(decision, decision,
-                                                                    self.profile))
+            budget = work.Budget(self.settings.max_reads, work.plan(
+                decision, decision, self.profile, self.labels))
             return self.answer_reads(decision, budget=budget)
         s = parts.split(decision, min(MAX_LEVELS, len(self.labels.score)))
         budget = work.Budget(self.settings.max_reads, work.plan(decision, s.reads,
-                                                                self.profile))
+                                                                self.profile, self.labels))
         outcome = (self.answer_reads(s.reads, parts.internal(s), budget) if s.reads.questions
                    else readout.outcome(s.reads, [], []))
         starts, spent = {}, None
@@ -191,7 +191,8 @@ class Pipeline:
         rereads = 0
         again = replace(decision, questions=tuple(decision.questions[i] for i in unsure),
                         layout=replace(opts, repeat=min(MAX_REPEAT, 2 * opts.repeat)))
-        if unsure and budget and budget.take_spare(fitting.num_reads(again, self.profile)):
+        if unsure and budget and budget.take_spare(work.read_calls(
+                again.questions, self.labels, techniques(again, self.profile))):
             try:  # step: reread
                 more_reads, _, more = self.read(again)
             except InvalidRequest:  # it cannot fit, or more reads than allowed: the first stands

@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from . import kinds
+from .backend.engine import MAX_LOGPROB_TOKEN_IDS
 from .decision import BOX, NUMBER, Decision
 from .errors import InvalidRequest, Problem
 from .prompt.layout import techniques
@@ -22,7 +23,7 @@ GENERATED_BOX_MODES = ("generate", "hybrid")
 
 @dataclass(frozen=True)
 class Plan:
-    reads: int  # the first label reads (box presents and edges included)
+    reads: int  # the first label reads' calls (box presents and edges included)
     thoughts: int  # at most one per question that may think
     rereads: int  # the reads again after those thoughts
     generations: int  # box and number answers
@@ -32,17 +33,25 @@ class Plan:
         return self.reads + self.thoughts + self.rereads + self.generations
 
 
-def plan(decision: Decision, reads: Decision, profile) -> Plan:
+def read_calls(questions, labels, opts) -> int:
+    """The engine calls of the label reads of `questions`, laid out as layout would: a read
+    with more label ids than vLLM returns per call is read in slices (Engine.read), a call
+    each."""
+    return sum(-(-len(pairs) // MAX_LOGPROB_TOKEN_IDS) for q in questions
+               for _, pairs, _, _ in kinds.get(q.kind).listings(q, labels, opts))
+
+
+def plan(decision: Decision, reads: Decision, profile, labels) -> Plan:
     """The most calls `decision` can make; `reads` is the Decision its label reads answer (the
     request's own, or parts.split's with box presents and edges)."""
     opts = techniques(reads, profile)
-    first = sum(kinds.get(q.kind).num_reads(opts) for q in reads.questions)
+    first = read_calls(reads.questions, labels, opts)
     ask = decision.reasoning
     thinkers = []
     if ask is not None and ask.mode != "off":  # auto: any of them may turn out unsure
         may = THINKS_WHEN_UNSURE + ((NUMBER,) if ask.mode == "on" else ())
         thinkers = [q for q in decision.questions if q.kind in may]
-    again = sum(kinds.get(q.kind).num_reads(opts) for q in thinkers if q.kind != NUMBER)
+    again = read_calls([q for q in thinkers if kinds.get(q.kind).reads], labels, opts)
     made = sum(q.kind == NUMBER or (q.kind == BOX and q.mode in GENERATED_BOX_MODES)
                for q in decision.questions)
     return Plan(first, len(thinkers), again, made)

@@ -14,7 +14,6 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from .bm25 import BM25, terms
-from .. import kinds
 from ..decision import Decision, Option, Question, Read
 from ..errors import PayloadTooLarge
 from .layout import neutral, question_reads, render_state, techniques
@@ -66,12 +65,6 @@ def fit(decision: Decision, profile, labels, count, budget: int) -> tuple[list[R
         selections.append(selection)
         reads += mine
     return reads, selections
-
-
-def num_reads(decision: Decision, profile) -> int:
-    """How many reads layout makes for the decision (each kind says, per question)."""
-    opts = techniques(decision, profile)
-    return sum(kinds.get(q.kind).num_reads(opts) for q in decision.questions)
 
 
 class Whole:

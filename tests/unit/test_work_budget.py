@@ -9,8 +9,10 @@ from concurrent.futures import Future
 from dataclasses import replace
 
 from onepass import config, parts, work
+from onepass.backend.engine import MAX_LOGPROB_TOKEN_IDS
 from onepass.decision import BOX, CHOICE, NOUL, NUMBER, Decision, Option, Question, ReadResult
 from onepass.errors import InvalidRequest
+from onepass.prompt.layout import LabelSet
 from onepass.pipeline import Pipeline
 from onepass.reasoning import Ask
 from test_shim import LABELS, PROFILE
@@ -21,7 +23,8 @@ AS_READS = config.Layout(orders=2, orders_as_reads=True)
 
 
 class CountingEngine:
-    """Every call the pipeline makes, by kind: label reads (each Read one call) and
+    """Every call the pipeline makes, by kind: label reads (a call per slice of 128 label ids,
+    as Engine.read makes them) and
     generations (each submit one); answers are constants (never read for content)."""
 
     def __init__(self):
@@ -31,7 +34,7 @@ class CountingEngine:
         return [len(t.encode()) // 4 for t in texts]
 
     def read_all(self, reads):
-        self.reads += len(reads)
+        self.reads += sum(-(-len(r.label_token_ids) // MAX_LOGPROB_TOKEN_IDS) for r in reads)
         return [ReadResult(tuple(-1.0 for _ in r.label_token_ids), 10) for r in reads]
 
     def submit(self, fn, *args):
@@ -86,7 +89,7 @@ class TestWorkBudget(unittest.TestCase):
         numbers = tuple(Question(NUMBER, f"n{i}?", ()) for i in range(3))
         decision = Decision("m", "ticket", numbers + (Question(NOUL, "y?", YES),),
                             reasoning=Ask("on"))
-        self.assertEqual(work.plan(decision, parts.split(decision, 10).reads, PROFILE),
+        self.assertEqual(work.plan(decision, parts.split(decision, 10).reads, PROFILE, LABELS),
                          work.Plan(reads=1, thoughts=4, rereads=1, generations=3))
         pipe = pipeline(8)
         with self.assertRaises(InvalidRequest):
@@ -100,8 +103,27 @@ class TestWorkBudget(unittest.TestCase):
         box = Question(BOX, "the red circle", (), mode="hybrid")
         decision = Decision("m", "s", (box, Question(NOUL, "y?", YES)))
         reads = parts.split(decision, 10).reads
-        self.assertEqual(work.plan(decision, reads, PROFILE),
+        self.assertEqual(work.plan(decision, reads, PROFILE, LABELS),
                          work.Plan(reads=1 + 4 + 1, thoughts=0, rereads=0, generations=1))
+
+    def test_a_read_of_more_labels_than_one_call_returns_counts_each_slice(self):
+        """vLLM returns at most 128 label ids per call: a choice of 200 options is read in two
+        calls, and the plan counts both (it counted one read)."""
+        many = LabelSet(noul=LABELS.noul, score=LABELS.score,
+                        choice=tuple((f"L{i}", 1000 + i) for i in range(255)))
+        options = tuple(Option(f"o{i}", None) for i in range(200))
+        decision = Decision("m", "s", (Question(CHOICE, "which?", options),))
+        self.assertEqual(work.plan(decision, decision, PROFILE, many),
+                         work.Plan(reads=2, thoughts=0, rereads=0, generations=0))
+        pipe = pipeline(1)
+        pipe.labels = many
+        with self.assertRaises(InvalidRequest):
+            pipe.answer(decision)
+        self.assertEqual(pipe.engine.calls, 0)
+        pipe = pipeline(2)
+        pipe.labels = many
+        pipe.answer(decision)
+        self.assertEqual(pipe.engine.calls, 2)
 
     def test_an_optional_reread_only_from_the_spare(self):
         """calibration.reread_below re-reads from what the plan leaves, never past the limit."""
