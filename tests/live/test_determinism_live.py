@@ -21,12 +21,15 @@ def shipped_dtype() -> str:
 
 
 @pytest.fixture(scope="module")
-def shipped(tmp_path_factory):
-    """A stack of its own with ONEPASS_BATCH_INVARIANT=1 (opt-in for now) in the dtype serve.sh
-    ships on this CPU (bf16 where the CPU has it natively, faster and invariant, else fp32)."""
+def shipped(stack, tmp_path_factory):
+    """The session's stack when serve.sh ships fp32 here (as the session pins), else a stack
+    of its own in the shipped dtype (bf16 where the CPU has it natively, faster and invariant);
+    both as serve.sh starts them by default (ONEPASS_BATCH_INVARIANT=1)."""
     dtype = shipped_dtype()
-    own = serve_stack(tmp_path_factory.mktemp("shipped"),
-                      {"ONEPASS_DTYPE": dtype, "ONEPASS_BATCH_INVARIANT": "1"})
+    if dtype == "float32":
+        yield stack, dtype
+        return
+    own = serve_stack(tmp_path_factory.mktemp("shipped"), {"ONEPASS_DTYPE": dtype})
     yield own, dtype
     stop_stack(own)
 
