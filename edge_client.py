@@ -109,10 +109,11 @@ class ShimProcess:
         return code
 
 
-def run_cases(addr, cases, statuses: dict, failures: list, threads: int = 4) -> None:
+def run_cases(addr, cases, statuses: dict, failures: list, threads: int = 4,
+              server_errors: list | None = None) -> None:
     """(index, raw request) pairs over `threads` keep-alive connections (a new one after each
-    Connection: close): statuses counted, and every request without one complete response
-    noted in failures."""
+    Connection: close): statuses counted, every request without one complete response noted in
+    failures, and each 5xx answer's (index, status, body) in server_errors."""
     lock = threading.Lock()
 
     def worker(part):
@@ -126,7 +127,7 @@ def run_cases(addr, cases, statuses: dict, failures: list, threads: int = 4) -> 
                     sock.sendall(data)
                 except OSError:
                     pass  # refused early: its answer is still owed
-                status, headers, _ = read_response(rfile)
+                status, headers, body = read_response(rfile)
             except (Incomplete, OSError) as e:
                 failures.append((i, repr(e)[:200], data[:200]))
                 sock.close()
@@ -134,6 +135,8 @@ def run_cases(addr, cases, statuses: dict, failures: list, threads: int = 4) -> 
                 continue
             with lock:
                 statuses[status] = statuses.get(status, 0) + 1
+                if status >= 500 and server_errors is not None:
+                    server_errors.append((i, status, body[:300]))
             if headers.get("connection") == "close":
                 sock.close()
                 sock = None
