@@ -40,7 +40,14 @@ echo "test.sh: $(PATH=$PATH:/usr/sbin haproxy -v | head -n 1)"
 need promtool prometheus "the alert rules' test"
 echo "test.sh: $(promtool --version 2>&1 | head -n 1)"
 echo "test.sh: stdlib tests with the machine's python3 (no site-packages)"
-python3 -S "${STDLIB[@]}" 2>&1 | tail -n 3
+# the summary when it passes; every failure's traceback when it does not
+STDLIB_LOG=$(mktemp)
+if ! python3 -S "${STDLIB[@]}" > "$STDLIB_LOG" 2>&1; then
+  grep -E -A 40 '^(FAIL|ERROR):' "$STDLIB_LOG" | head -n 400
+  tail -n 3 "$STDLIB_LOG"
+  exit 1
+fi
+tail -n 3 "$STDLIB_LOG"
 echo "test.sh: stdlib tests with coverage of onepass/"
 "$PY" -m coverage run --source=onepass "${STDLIB[@]}"
 "$PY" -m coverage report --skip-covered --sort=cover | tail -n 15
