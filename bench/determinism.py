@@ -4,7 +4,9 @@ compared byte for byte with the first.
 
 Usage: python bench/determinism.py --url http://127.0.0.1:8741 [--requests 100] [--reasoning-every 4]
        python bench/determinism.py --vllm http://127.0.0.1:8742 [--requests 8]
-Prints the pairs compared, how many differ and the largest probability difference. Two pairs per
+Prints the pairs compared, how many differ and the largest probability difference (progress per
+request on stderr; a request still refused with 503/529 after the retries is counted as
+unanswered and not compared, never as a pair). Two pairs per
 request (loaded, warm), so --requests 100 compares 200 pairs. tests/live/test_determinism_live.py
 runs the same loop with a few requests and asserts that none differ. With --vllm the same is done
 straight against a vLLM server (label log-probs of a ~350-480-token prompt, cold, then beside
@@ -119,19 +121,29 @@ def tally(out: dict, i: int, name: str, differs: bool, gap: float) -> None:
 
 def compare(url: str, requests: int, reasoning_every: int = 4, first: int = 0) -> dict:
     """Each request alone, then under background load, then warm; pairs against the first."""
-    out = {"pairs": 0, "differing": 0, "max_gap": 0.0, "examples": []}
+    out = {"pairs": 0, "differing": 0, "max_gap": 0.0, "examples": [], "unanswered": 0}
     for i in range(first, first + requests):
         body = probe_request(i, reasoning_every > 0 and i % reasoning_every == 0)
-        alone = post(url, body)
-        background = Background(url)
+        background = None
         try:
+            alone = post(url, body)
+            background = Background(url)
             loaded = post(url, body)
-        finally:
             background.stop()
-        warm = post(url, body)
+            background = None
+            warm = post(url, body)
+        except urllib.error.HTTPError as e:  # still 503/529 after the retries: no pair, said so
+            out["unanswered"] += 1
+            print(f"request {i}: no answer (HTTP {e.code}); not compared", file=sys.stderr)
+            continue
+        finally:
+            if background is not None:
+                background.stop()
         for name, other in (("loaded", loaded), ("warm", warm)):
             differs = seen(other) != seen(alone)  # a thought's text can differ with no number
             tally(out, i, name, differs, largest_gap(alone, other) if differs else 0.0)
+        print(f"request {i}: {out['pairs']} pairs so far, {out['differing']} differing",
+              file=sys.stderr, flush=True)
     return out
 
 
@@ -195,7 +207,9 @@ def main(argv) -> int:
     else:
         got = compare(a.url, a.requests, a.reasoning_every)
     print(f"pairs {got['pairs']}, differing {got['differing']}, largest difference "
-          f"{got['max_gap']:.3g}; first differing {got['examples'][:5]}")
+          f"{got['max_gap']:.3g}; first differing {got['examples'][:5]}"
+          + (f"; {got['unanswered']} requests unanswered (503/529), not compared"
+             if got.get("unanswered") else ""))
     return 0
 
 
