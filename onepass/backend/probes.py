@@ -166,7 +166,8 @@ def check_full_precision(engine: Engine, profile: Profile, labels: LabelSet) -> 
     has opted out with a measurement; it is not checked."""
     if profile.head_dtype == "model":
         return
-    options = tuple(Option(k, None) for k in ("red", "green", "blue", "black", "white"))
+    colours = ("red", "green", "blue", "black", "white")[:max(2, len(labels.choice))]
+    options = tuple(Option(k, None) for k in colours)  # no more than the server has labels for
     question = Question(CHOICE, "Which colour fits the record best?", options)
     reads = [layout(Decision("probe", state, (question,)), profile, labels)[0]
              for state in PRECISION_PROBES]
