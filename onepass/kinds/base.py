@@ -37,10 +37,6 @@ class Kind:
         """A System One body (state and questions) asking this kind alone, read before ready."""
         raise NotImplementedError
 
-    def num_reads(self, opts) -> int:
-        """Reads the layout makes for one question of this kind."""
-        return 1
-
     def listings(self, q: Question, labels, opts) -> list:
         """(lines, label pairs, option_of_label, order_of_label) per read of the question."""
         raise NotImplementedError

@@ -57,9 +57,6 @@ class Choice(Kind):
             "criteria": {"billing": "Payments and refunds", "tech": None,
                          "sales": "Pricing and upgrades"}}}}
 
-    def num_reads(self, opts) -> int:
-        return (opts.orders if opts.orders_as_reads else 1) * (2 if opts.both_directions else 1)
-
     def listings(self, q, labels, opts):
         n, usable = len(q.options), labels.choice
         if n > len(usable):  # the adapter checks this too; keep layout safe

@@ -40,9 +40,6 @@ class Score(Kind):
             "type": "score", "instructions": "How angry is the customer?",
             "criteria": ["Calm", "Annoyed", "Furious"]}}}
 
-    def num_reads(self, opts) -> int:
-        return 2 if opts.both_directions else 1
-
     def listings(self, q, labels, opts):
         """Levels lowest first; with both_directions also highest first, as a second read.
         A level keeps its label (its number) in either direction."""

@@ -2,6 +2,7 @@
 reversed, a score's levels both ways, and ties that never follow the listing."""
 import unittest
 
+from onepass import work
 from onepass.decision import Option, Question
 from onepass.kinds import choice, score
 from onepass.profile import Layout
@@ -25,7 +26,7 @@ class Directions(unittest.TestCase):
         backward = Question("choice", "Which team?", tuple(Option(k, None) for k in keys[::-1]))
         self.assertEqual(len(listed(forward, BOTH)), 8)
         self.assertEqual(sorted(listed(forward, BOTH)), sorted(listed(backward, BOTH)))
-        self.assertEqual(choice.KIND.num_reads(BOTH), 16)  # the budget counts orders x 2
+        self.assertEqual(work.read_calls([forward], LABELS, BOTH), 8)  # the budget counts them
         one_way = Layout(orders=8, orders_as_reads=True)
         self.assertNotEqual(sorted(listed(forward, one_way)), sorted(listed(backward, one_way)))
 
@@ -42,8 +43,8 @@ class Directions(unittest.TestCase):
         self.assertEqual(up[0:3], ["Levels, lowest first:", "0. calm", "1. annoyed"])
         self.assertEqual(down[0:3], ["Levels, highest first:", "2. furious", "1. annoyed"])
         self.assertEqual(dict(zip(levels_down, pairs_down)), dict(zip(levels_up, pairs_up)))
-        self.assertEqual(score.KIND.num_reads(BOTH), 2)
-        self.assertEqual(score.KIND.num_reads(Layout()), 1)
+        self.assertEqual(work.read_calls([q], LABELS, BOTH), 2)
+        self.assertEqual(work.read_calls([q], LABELS, Layout()), 1)
 
     def test_a_tie_goes_to_the_smallest_key_whatever_the_order(self):
         ab = Question("choice", "?", (Option("zeta", None), Option("alpha", None)))
