@@ -3,6 +3,7 @@ then beside background requests of other shapes, then alone again (warm cache); 
 compared byte for byte with the first.
 
 Usage: python bench/determinism.py --url http://127.0.0.1:8741 [--requests 100] [--reasoning-every 4]
+       [--box: a vision profile; each request also carries a fresh picture and a box question]
        python bench/determinism.py --vllm http://127.0.0.1:8742 [--requests 8]
 Prints the pairs compared, how many differ and the largest probability difference (progress per
 request on stderr; a request still refused with 503/529 after the retries is counted as
@@ -16,6 +17,7 @@ without the onepass_batch_invariant entry point loaded.
 from __future__ import annotations
 
 import argparse
+import base64
 import json
 import random
 import sys
@@ -23,6 +25,9 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # onepass, for --box's picture
 
 WORDS = ("invoice refund parcel delay customer charge account router outage screen billing "
          "manager warranty courier address password upgrade plan discount order").split()
@@ -47,8 +52,9 @@ def state(rng: random.Random, words: int) -> str:
     return " ".join(rng.choice(WORDS) + ("." if rng.random() < 0.1 else "") for _ in range(words))
 
 
-def probe_request(i: int, reasoning: bool) -> dict:
-    """A fresh state (never sent before), every read kind and a number question."""
+def probe_request(i: int, reasoning: bool, box: bool = False) -> dict:
+    """A fresh state (never sent before), every read kind and a number question; with `box`
+    (a vision profile) also a fresh image and a box question (generated, then edges)."""
     rng = random.Random(1000 + i)
     body = {"model": "jev-latest", "state": f"Ticket {rng.randrange(10**6)}: " + state(rng, 250 + 40 * (i % 7)),
             "questions": {
@@ -60,6 +66,17 @@ def probe_request(i: int, reasoning: bool) -> dict:
                 "days": {"type": "number", "instructions": "How many days late is the order?"}}}
     if reasoning:
         body["kwargs"] = {"reasoning": {"mode": "on", "trace": True}}
+    if box:  # a fresh picture (size, colours, square from i) and a box question on it
+        from onepass.backend.warmup import png
+        w, h = rng.choice((48, 64, 90)), rng.choice((32, 48, 64))
+        side = rng.randrange(8, min(w, h) // 2)
+        picture = png(w, h, tuple(rng.randrange(256) for _ in range(3)),
+                      (rng.randrange(w - side), rng.randrange(h - side), side,
+                       tuple(rng.randrange(256) for _ in range(3))))
+        body["state"] = {"ticket": body["state"],
+                         "photo": "data:image/png;base64," + base64.b64encode(picture).decode()}
+        body["questions"]["where"] = {"type": "box", "instructions": "the square in `photo`",
+                                      "box": {"mode": "hybrid"}}
     return body
 
 
@@ -119,11 +136,12 @@ def tally(out: dict, i: int, name: str, differs: bool, gap: float) -> None:
         out["examples"].append((i, name))
 
 
-def compare(url: str, requests: int, reasoning_every: int = 4, first: int = 0) -> dict:
+def compare(url: str, requests: int, reasoning_every: int = 4, first: int = 0,
+            box: bool = False) -> dict:
     """Each request alone, then under background load, then warm; pairs against the first."""
     out = {"pairs": 0, "differing": 0, "max_gap": 0.0, "examples": [], "unanswered": 0}
     for i in range(first, first + requests):
-        body = probe_request(i, reasoning_every > 0 and i % reasoning_every == 0)
+        body = probe_request(i, reasoning_every > 0 and i % reasoning_every == 0, box)
         background = None
         try:
             alone = post(url, body)
@@ -201,11 +219,13 @@ def main(argv) -> int:
     ap.add_argument("--requests", type=int, default=100)
     ap.add_argument("--reasoning-every", type=int, default=4,
                     help="every Nth request thinks (reasoning on, trace); 0 = none")
+    ap.add_argument("--box", action="store_true",
+                    help="a vision profile: each request also has a fresh image and a box question")
     a = ap.parse_args(argv)
     if a.vllm:
         got = engine_compare(a.vllm, a.requests)
     else:
-        got = compare(a.url, a.requests, a.reasoning_every)
+        got = compare(a.url, a.requests, a.reasoning_every, box=a.box)
     print(f"pairs {got['pairs']}, differing {got['differing']}, largest difference "
           f"{got['max_gap']:.3g}; first differing {got['examples'][:5]}"
           + (f"; {got['unanswered']} requests unanswered (503/529), not compared"

@@ -2,7 +2,9 @@
 
 Usage: .venv/bin/python bench/kernel_invariance.py [--trials 200]
 In-process, no server: (1) vLLM's CPU linear (oneDNN `onednn_mm`, where it can build one for the
-dtype) and torch's `linear`: row 0 of x[:M] @ W against M = 1, for SmolLM2's projection shapes;
+dtype) and torch's `linear`, plainly and in the engine plugin's fixed rows: row 0 of x[:M] @ W
+against the whole batch, and slices of the batch against the same rows inside it, for
+SmolLM2's projection shapes;
 (2) vLLM's CPU attention op: the output of one query at position p computed as its own
 one-query request (what the onepass_batch_invariant entry point does) against the same query
 inside a batch of other one-query requests, with the KV split on and off; and against chunks of
@@ -22,23 +24,35 @@ SHAPES = ((576, 1536), (1536, 576), (576, 576), (576, 49152))  # (in, out) of it
 ROWS = (1, 2, 3, 5, 8, 16, 17, 31, 32, 33, 64, 100, 128, 255, 256, 300, 512, 700)
 
 
+PLACES = ((1, 1), (5, 3), (17, 16), (31, 40), (100, 64), (333, 67))  # (first row, rows)
+
+
 def linear_rows(dtype) -> None:
+    """Per GEMM path: which batch sizes M move row 0, and which (first row, rows) slices of
+    a 700-row batch come out with other bits than inside it; plainly and in fixed rows."""
     from vllm import _custom_ops as ops
+    from onepass_engine.invariant import fixed_rows, rows_per_call
     torch.manual_seed(0)
     for k, n in SHAPES:
         w = torch.randn(n, k, dtype=dtype) * 0.05
         x = torch.randn(max(ROWS), k, dtype=dtype)
-        paths = {"torch linear": lambda a: torch.nn.functional.linear(a, w)}
+        paths = {"torch linear": lambda a, _w, b: torch.nn.functional.linear(a, w, b)}
         try:
             handler = ops.create_onednn_mm(w.t(), 32)
-            paths["oneDNN onednn_mm"] = lambda a: ops.onednn_mm(handler, a, None)
+            paths["oneDNN onednn_mm"] = lambda a, _w, b: ops.onednn_mm(handler, a, b)
         except RuntimeError:
             print(f"{dtype} {k}x{n}: oneDNN cannot build this GEMM here (vLLM falls back to "
                   "torch linear)")
+        rows = rows_per_call(dtype, n)
+        for name, plain in list(paths.items()):
+            paths[f"{name} in fixed rows of {rows}"] = fixed_rows(plain, rows)
         for name, f in paths.items():
-            first = f(x[:1])[0]
-            moved = [m for m in ROWS if not torch.equal(f(x[:m])[0], first)]
-            print(f"{dtype} {k}x{n} {name}: row 0 differs at M in {moved[:6] or 'none'}")
+            whole = f(x, None, None)
+            moved = [m for m in ROWS if not torch.equal(f(x[:m], None, None)[0], whole[0])]
+            places = [p for p in PLACES
+                      if not torch.equal(f(x[p[0]:sum(p)], None, None), whole[p[0]:sum(p)])]
+            print(f"{dtype} {k}x{n} {name}: row 0 differs at M in {moved[:6] or 'none'}; "
+                  f"slices differing {len(places)} of {len(PLACES)} {places[:3]}")
 
 
 def attention(kc, vc, queries, spans, dtype, split: bool):

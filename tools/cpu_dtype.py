@@ -6,9 +6,9 @@ would be emulated); on CPUs with it, bf16 only if torch's matmuls in bf16 measur
 BF16_MARGIN x their fp32 rate here and now (about 2 s). The flag alone does not decide: on the
 reporter's AVX-512 EPYC bf16 was 1.6-2.2x faster, on this project's avx512_bf16 Xeon it was slower
 than fp32 (docs/measured.md, bench/engine_options.sh). Without torch (python3 outside the venv)
-the flag decides. bf16 also needs vLLM's bf16 GEMM to be row-invariant here (the same bits for a
-row whatever the batch), else answers would move with load. ONEPASS_DTYPE (serve.sh) overrides
-`auto`. Standard library, torch if present.
+the flag decides. bf16 also needs vLLM's bf16 GEMM, as the engine plugin calls it (in fixed
+rows), to be row-invariant here (the same bits for a row whatever the batch), else answers would move
+with load. ONEPASS_DTYPE (serve.sh) overrides `auto`. Standard library, torch if present.
 """
 import sys
 
@@ -72,23 +72,27 @@ def choose(requested: str, flags: set[str], measure=None, invariant=None) -> tup
     return "float32", f"native bf16 ({native}) but not {BF16_MARGIN}x faster here: {measured}"
 
 
-def bf16_rows_invariant(rows=(1, 7, 64, 300)) -> bool:
-    """Whether the GEMM vLLM's CPU build uses for bf16 (oneDNN where it can build one, else
-    torch's linear, as on AVX2) gives row 0 the same bits whatever the number of rows: the
-    condition for answers that do not move with what shares an engine step (in fp32 oneDNN
-    was measured invariant; docs/determinism.md)."""
+def bf16_rows_invariant(places=((0, 1), (5, 3), (17, 40), (100, 67), (233, 16))) -> bool:
+    """Whether the bf16 GEMM as vLLM computes it under the onepass_batch_invariant entry point
+    (oneDNN where it can build one, else torch's linear, in fixed rows: invariant.py) gives
+    every row the same bits at any place in any batch: the condition for answers that
+    do not move with what shares an engine step. Called plainly, oneDNN's bf16 GEMM on an AMX
+    CPU did not (docs/determinism.md)."""
     import torch
+    from onepass_engine.invariant import fixed_rows, rows_per_call
     torch.manual_seed(0)
     w = torch.randn(1536, 576, dtype=torch.bfloat16)
-    x = torch.randn(max(rows), 576, dtype=torch.bfloat16)
+    x = torch.randn(300, 576, dtype=torch.bfloat16)
     try:
         from vllm import _custom_ops as ops
         handler = ops.create_onednn_mm(w.t(), 32)
-        linear = lambda a: ops.onednn_mm(handler, a, None)  # noqa: E731
+        linear = lambda a, _w, b: ops.onednn_mm(handler, a, b)  # noqa: E731
     except (ImportError, RuntimeError, AttributeError):
-        linear = lambda a: torch.nn.functional.linear(a, w)  # noqa: E731
-    first = linear(x[:1])[0]
-    return all(torch.equal(linear(x[:m])[0], first) for m in rows)
+        linear = lambda a, _w, b: torch.nn.functional.linear(a, w, b)  # noqa: E731
+    gemm = fixed_rows(linear, rows_per_call(torch.bfloat16, 1536))
+    whole = gemm(x, None, None)
+    return all(torch.equal(gemm(x[at:at + m], None, None), whole[at:at + m])
+               for at, m in places)
 
 
 def measured_rates() -> dict | None:

@@ -50,6 +50,12 @@ SIGNATURES = {
         "max_query_len=None, num_ubatches=1)",
     ("vllm.v1.attention.backends.cpu_attn", "CPUAttentionMetadataBuilder", "build"):
         "(self, common_prefix_len, common_attn_metadata, fast_build=False)",
+    ("vllm.model_executor.layers.linear", "UnquantizedLinearMethod",
+     "process_weights_after_loading"): "(self, layer)",
+    ("vllm.model_executor.layers.vocab_parallel_embedding", "UnquantizedEmbeddingMethod",
+     "process_weights_after_loading"): "(self, layer)",
+    ("vllm.model_executor.layers.logits_processor", "LogitsProcessor", "_apply_head"):
+        "(self, lm_head, hidden_states, embedding_bias)",
 }
 
 # Dataclass fields the hooks read or write.

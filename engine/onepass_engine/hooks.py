@@ -46,6 +46,12 @@ HOOKS = (
 INVARIANT_HOOKS = (
     ("vllm.v1.attention.backends.cpu_attn", "CPUAttentionMetadataBuilder", "build",
      invariant.wrap_cpu_build),
+    ("vllm.model_executor.layers.linear", "UnquantizedLinearMethod",
+     "process_weights_after_loading", invariant.wrap_process_weights),
+    ("vllm.model_executor.layers.vocab_parallel_embedding", "UnquantizedEmbeddingMethod",
+     "process_weights_after_loading", invariant.wrap_process_weights),
+    ("vllm.model_executor.layers.logits_processor", "LogitsProcessor", "_apply_head",
+     invariant.wrap_apply_head),
 )
 
 

@@ -3,7 +3,8 @@ whatever shares its engine step, however much of its prompt came from the prefix
 
 Owns: rewriting the CPU attention metadata of a decoder step so that each query token is its
 own one-query "request" of the kernel (its KV length = its position + 1, or the whole prompt
-for a two-way row), with the kernel's KV split off.
+for a two-way row), with the kernel's KV split off; and every unquantized CPU linear layer
+called with a fixed number of rows (fixed_rows).
 Never: touches encoder or cross attention, the KV cache writes (slot mapping), or any other
 backend; two-way flags stay per row (rows.py), copied onto each of the row's tokens.
 
@@ -11,14 +12,23 @@ Why: the CPU kernel picks its query and KV tiling per call from the batch's shap
 token's output moved by up to 3e-5 nats in fp32 between a cold read (the whole prompt at once)
 and a warm one (only the tail after the cached blocks), and beside long requests of other
 shapes; a one-query request with no KV split was measured identical alone and in any batch
-(docs/determinism.md). fp32 GEMMs through oneDNN already give each row the same bits whatever
-the number of rows, so with this the whole forward pass is row-invariant in fp32.
+(docs/determinism.md). oneDNN picks its GEMM kernel by the number of rows too: on an AMX CPU
+a bf16 row came out with other bits in a 16-row call than in a 400-row one, and an fp32 row alone
+(M = 1) than in a batch, which moved label log-probs by up to 0.21 nats in bf16. Called with the
+same number of rows every time, a row's bits do not depend on its neighbours or its place
+(bench/kernel_invariance.py), so with both the whole forward pass is row-invariant.
 """
 from __future__ import annotations
 
 from dataclasses import replace
 
 import torch
+
+# Rows per GEMM call, fixed per layer. Larger is faster for long prefills, smaller costs less
+# padding when few rows are computed (a decode step); fp32 pads at a higher price per row.
+HALF_ROWS, FP32_ROWS = 64, 16
+WIDE = 16384  # output columns beyond which a layer (the lm_head) is called 16 rows at a time:
+# it sees one row per request, so padding it to 64 would cost more than it saves
 
 def per_query(builder, meta):
     """The same step's metadata with one kernel request per query token."""
@@ -58,3 +68,69 @@ def wrap_cpu_build(original):
             return meta
         return per_query(self, meta)
     return build
+
+
+def rows_per_call(dtype, columns: int) -> int:
+    half = dtype in (torch.bfloat16, torch.float16)
+    return HALF_ROWS if half and columns <= WIDE else FP32_ROWS
+
+
+def fixed_rows(linear, rows: int):
+    """`linear(x, weight, bias)` computed `rows` rows at a time (the last call zero-padded),
+    so every row goes through the same kernel whatever the batch. x is [..., in]."""
+    def call(x, weight, bias):
+        flat = x.reshape(-1, x.shape[-1])
+        m = flat.shape[0]
+        whole = m - m % rows
+        outs = [linear(flat[i:i + rows], weight, bias) for i in range(0, whole, rows)]
+        if whole < m:
+            last = torch.cat([flat[whole:], flat.new_zeros(rows - (m - whole), flat.shape[1])])
+            outs.append(linear(last, weight, bias)[:m - whole])
+        if not outs:
+            return linear(flat, weight, bias).reshape(*x.shape[:-1], -1)
+        out = outs[0] if len(outs) == 1 else torch.cat(outs)
+        return out.reshape(*x.shape[:-1], out.shape[-1])
+    return call
+
+
+def wrap_process_weights(original):
+    """After vLLM chose a CPU GEMM for the layer (layer.cpu_linear), call it in fixed rows.
+    Always: a probe at load that kept a shape's plain calls where they passed missed a kernel
+    (vLLM's small-weight AMX kernel moved the last row of some batches) and answers moved."""
+    def process_weights_after_loading(self, layer):
+        weight = getattr(layer, "weight", None)
+        shape = (weight.dtype, weight.shape[0]) if weight is not None and weight.ndim == 2 \
+            else None  # read before vLLM may empty the weight
+        original(self, layer)
+        linear = getattr(layer, "cpu_linear", None)
+        if shape is not None and linear is not None:
+            layer.cpu_linear = fixed_rows(linear, rows_per_call(*shape))
+    return process_weights_after_loading
+
+
+def wrap_apply_head(original):
+    """A head in another dtype than the model (`head_dtype` float32) on a CPU: vLLM casts the
+    whole lm_head weight every step and calls torch's linear, whose bits for a row move with
+    the number of rows. Instead: the weight cast once, called in fixed rows."""
+    def _apply_head(self, lm_head, hidden_states, embedding_bias):
+        head = self.head_dtype
+        if head is None or head == hidden_states.dtype or hidden_states.device.type != "cpu":
+            return original(self, lm_head, hidden_states, embedding_bias)
+        linear = getattr(lm_head, "_onepass_head", None)
+        if linear is None:
+            linear = lm_head._onepass_head = fixed_rows(cast_linear(lm_head.weight, head),
+                                                        FP32_ROWS)
+        bias = None if embedding_bias is None else embedding_bias.to(head)
+        return linear(hidden_states.to(head), None, bias)
+    return _apply_head
+
+
+def cast_linear(weight, dtype):
+    """x @ weight.T with the weight held in `dtype`: oneDNN where vLLM can build it, else torch."""
+    w = weight.detach().to(dtype).contiguous()
+    try:
+        from vllm import _custom_ops as ops
+        handler = ops.create_onednn_mm(w.t(), 32)
+        return lambda x, _weight, bias: ops.onednn_mm(handler, x, bias)
+    except (ImportError, AttributeError, RuntimeError):
+        return lambda x, _weight, bias: torch.nn.functional.linear(x, w, bias)

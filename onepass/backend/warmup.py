@@ -26,12 +26,19 @@ DECISIONS_BODY = {
     "questions": [k.warmup_decisions for k in kinds.reading()]}
 
 
-def png(width: int, height: int, rgb: tuple[int, int, int]) -> bytes:
-    """A one-colour RGB PNG, written with the standard library."""
+def png(width: int, height: int, rgb: tuple[int, int, int], square=None) -> bytes:
+    """A one-colour RGB PNG, written with the standard library; `square` = (left, top, side,
+    rgb) paints one square of another colour on it."""
     def chunk(kind: bytes, data: bytes) -> bytes:
         return (struct.pack(">I", len(data)) + kind + data
                 + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF))
-    rows = b"".join(b"\0" + bytes(rgb) * width for _ in range(height))
+    def row(y: int) -> bytes:
+        if square is None or not square[1] <= y < square[1] + square[2]:
+            return bytes(rgb) * width
+        left, _, side, colour = square
+        inside = max(0, min(side, width - left))
+        return bytes(rgb) * left + bytes(colour) * inside + bytes(rgb) * (width - left - inside)
+    rows = b"".join(b"\0" + row(y) for y in range(height))
     return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
             + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
 

@@ -64,10 +64,13 @@ class Choice(Kind):
                                           f"{len(usable)} options per choice", "too_long")])
         k = min(opts.orders, n)  # n orders: each option once in each position
         rotations = [_rotation(n, j, k) for j in range(k)]
-        directions = [rotations] + ([[r[::-1] for r in rotations]] if opts.both_directions else [])
+        directions = [rotations]
+        if opts.both_directions:  # a reversal already read is not read twice (two options)
+            back = [r[::-1] for r in rotations if r[::-1] not in rotations]
+            directions += [back] if back else []
         if opts.orders_as_reads:
-            return [_read(q, [(usable[:n], order)], d * k + j)
-                    for d, orders in enumerate(directions) for j, order in enumerate(orders)]
+            flat = [order for orders in directions for order in orders]
+            return [_read(q, [(usable[:n], order)], i) for i, order in enumerate(flat)]
         copies = min(k, len(usable) // n)  # each copy needs labels of its own
         return [_read(q, [(usable[j * n:(j + 1) * n], orders[j]) for j in range(copies)],
                       None) for orders in directions]

@@ -11,6 +11,7 @@ area, so `found: false`) or null: a found generated box is covered by the unit t
 """
 import base64
 import json
+import sys
 import threading
 from http.server import ThreadingHTTPServer
 
@@ -20,6 +21,9 @@ from test_images_live import RED, Images, multipart, url
 from onepass.backend.warmup import png
 from onepass.kinds import box_geometry
 from onepass.profile import load_profile
+
+sys.path.insert(0, str(ROOT / "bench"))
+import determinism  # noqa: E402
 
 CONVENTION = box_geometry.convention(load_profile(
     str(ROOT / "serve_config.json"), "idefics3-tiny")[1].vision.box["convention"])
@@ -171,11 +175,16 @@ def test_refusals_are_4xx_in_the_contracts_shape(vision_stack, stack):
 
 
 def test_repeated_requests_give_the_same_box(vision_stack):
-    """Greedy generation and reads: the same request twice is the same answer."""
+    """Greedy generation and reads: the same request twice is the same answer; and a fresh
+    picture's box and reads alone (cold cache), beside background requests, then warm:
+    byte-identical (bench/determinism.py --box, the loop of test_determinism_live.py)."""
     q = {"b": {**FIND, "box": {"mode": "hybrid"}}, "c": {
         "type": "choice", "instructions": "Colour?", "criteria": {"red": None, "blue": None}}}
     first = answered(vision_stack, {"photo": url(RED)}, q)
     assert answered(vision_stack, {"photo": url(RED)}, q)["answers"] == first["answers"]
+    got = determinism.compare(vision_stack.url, requests=2, reasoning_every=0, first=9000,
+                              box=True)
+    assert got["pairs"] == 4 and got["differing"] == 0, got
 
 
 def test_no_image_or_box_reaches_a_log(vision_stack):

@@ -30,6 +30,15 @@ class Directions(unittest.TestCase):
         one_way = Layout(orders=8, orders_as_reads=True)
         self.assertNotEqual(sorted(listed(forward, one_way)), sorted(listed(backward, one_way)))
 
+    def test_two_options_are_not_read_twice(self):
+        """Both ways, the reversal of a two-option listing is its other cyclic order: read once.
+        With one order, the reversal is a read of its own."""
+        q = Question("choice", "?", (Option("yes", None), Option("no", None)))
+        self.assertEqual(listed(q, BOTH), [("yes", "no"), ("no", "yes")])
+        self.assertEqual(work.read_calls([q], LABELS, BOTH), 2)
+        one = Layout(orders=1, orders_as_reads=True, both_directions=True)
+        self.assertEqual(listed(q, one), [("yes", "no"), ("no", "yes")])
+
     def test_each_read_has_its_own_order_index(self):
         q = Question("choice", "?", tuple(Option(k, None) for k in "xyz"))
         orders = [set(o) for *_, o in choice.KIND.listings(q, LABELS, BOTH)]
