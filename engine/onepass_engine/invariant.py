@@ -30,6 +30,7 @@ HALF_ROWS, FP32_ROWS = 64, 16
 WIDE = 16384  # output columns beyond which a layer (the lm_head) is called 16 rows at a time:
 # it sees one row per request, so padding it to 64 would cost more than it saves
 
+
 def per_query(builder, meta):
     """The same step's metadata with one kernel request per query token."""
     n = meta.num_actual_tokens
