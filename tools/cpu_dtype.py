@@ -7,8 +7,8 @@ BF16_MARGIN x their fp32 rate here and now (about 2 s). The flag alone does not 
 reporter's AVX-512 EPYC bf16 was 1.6-2.2x faster, on this project's avx512_bf16 Xeon it was slower
 than fp32 (docs/measured.md, bench/engine_options.sh). Without torch (python3 outside the venv)
 the flag decides. bf16 also needs vLLM's bf16 GEMM, as the engine plugin calls it (in fixed
-rows), to be row-invariant here (the same bits for a row whatever the batch), else answers would move
-with load. ONEPASS_DTYPE (serve.sh) overrides `auto`. Standard library, torch if present.
+rows), to be row-invariant here (the same bits for a row whatever the batch), else answers
+would move with load. ONEPASS_DTYPE (serve.sh) overrides `auto`. Standard library, torch if present.
 """
 import sys
 
@@ -79,17 +79,11 @@ def bf16_rows_invariant(places=((0, 1), (5, 3), (17, 40), (100, 67), (233, 16)))
     do not move with what shares an engine step. Called plainly, oneDNN's bf16 GEMM on an AMX
     CPU did not (docs/determinism.md)."""
     import torch
-    from onepass_engine.invariant import fixed_rows, rows_per_call
+    from onepass_engine.invariant import cast_linear, fixed_rows, rows_per_call
     torch.manual_seed(0)
     w = torch.randn(1536, 576, dtype=torch.bfloat16)
     x = torch.randn(300, 576, dtype=torch.bfloat16)
-    try:
-        from vllm import _custom_ops as ops
-        handler = ops.create_onednn_mm(w.t(), 32)
-        linear = lambda a, _w, b: ops.onednn_mm(handler, a, b)  # noqa: E731
-    except (ImportError, RuntimeError, AttributeError):
-        linear = lambda a, _w, b: torch.nn.functional.linear(a, w, b)  # noqa: E731
-    gemm = fixed_rows(linear, rows_per_call(torch.bfloat16, 1536))
+    gemm = fixed_rows(cast_linear(w, torch.bfloat16), rows_per_call(torch.bfloat16, 1536))
     whole = gemm(x, None, None)
     return all(torch.equal(gemm(x[at:at + m], None, None), whole[at:at + m])
                for at, m in places)

@@ -96,8 +96,8 @@ def fixed_rows(linear, rows: int):
 
 def wrap_process_weights(original):
     """After vLLM chose a CPU GEMM for the layer (layer.cpu_linear), call it in fixed rows.
-    Always: a probe at load that kept a shape's plain calls where they passed missed a kernel
-    (vLLM's small-weight AMX kernel moved the last row of some batches) and answers moved."""
+    Every layer, not only those a probe at load sees move a row: such a probe passed vLLM's
+    small-weight AMX kernel, which moves the last row of some batches (docs/determinism.md)."""
     def process_weights_after_loading(self, layer):
         weight = getattr(layer, "weight", None)
         shape = (weight.dtype, weight.shape[0]) if weight is not None and weight.ndim == 2 \

@@ -48,17 +48,12 @@ def test_fixed_row_gemm_gives_a_row_the_same_bits_at_any_place(dtype):
     head shapes, in both dtypes. Called plainly, oneDNN's GEMM broke this on an AMX CPU in bf16
     and fp32 (bench/kernel_invariance.py; docs/determinism.md)."""
     import torch
-    from vllm import _custom_ops as ops
-    from onepass_engine.invariant import fixed_rows, rows_per_call
+    from onepass_engine.invariant import cast_linear, fixed_rows, rows_per_call
     torch.manual_seed(0)
     dt = getattr(torch, dtype)
     for k, n in ((576, 960), (576, 3072), (1536, 576), (576, 49152)):
-        w = torch.randn(n, k, dtype=dt) * 0.05
-        try:
-            handler = ops.create_onednn_mm(w.t(), 32)
-            plain = lambda a, _w, b, h=handler: ops.onednn_mm(h, a, b)  # noqa: E731
-        except RuntimeError:  # no oneDNN GEMM for this dtype here: vLLM uses torch's linear
-            plain = lambda a, _w, b, w=w: torch.nn.functional.linear(a, w, b)  # noqa: E731
+        # vLLM's oneDNN GEMM where it can build one for the dtype here, else torch's linear
+        plain = cast_linear(torch.randn(n, k, dtype=dt) * 0.05, dt)
         gemm = fixed_rows(plain, rows_per_call(dt, n))
         x = torch.randn(300, k, dtype=dt)
         whole, direct = gemm(x, None, None), plain(x, None, None).float()
@@ -66,4 +61,5 @@ def test_fixed_row_gemm_gives_a_row_the_same_bits_at_any_place(dtype):
         gap = (whole.float() - direct).abs().max()  # one output ulp of the largest entry
         assert gap <= torch.finfo(dt).eps * direct.abs().max(), (dtype, k, n, float(gap))
         for at, m in ((0, 1), (1, 1), (5, 3), (17, 16), (31, 40), (100, 64), (233, 67)):
-            assert torch.equal(gemm(x[at:at + m], None, None), whole[at:at + m]), (dtype, k, n, at, m)
+            assert torch.equal(gemm(x[at:at + m], None, None), whole[at:at + m]), \
+                (dtype, k, n, at, m)
