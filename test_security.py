@@ -449,10 +449,10 @@ class TestBadInput(AgainstFakeEngine):
     def test_a_bug_logs_no_request_content(self):
         """connections: an unexpected exception is a generic 500 whose log names its type and
         frames, never its message (which may quote the body)."""
-        def broken(raw, headers, api):
+        def broken(adapter, raw, headers):
             raise ValueError(f"invalid literal: {raw!r}")
-        self.server.service.pipeline.decide, saved = broken, self.server.service.pipeline.decide
-        self.addCleanup(setattr, self.server.service.pipeline, "decide", saved)
+        self.server.service.handle = broken  # the instance's own: the class's stays
+        self.addCleanup(delattr, self.server.service, "handle")
         with self.assertLogs("onepass", logging.INFO) as logs:
             status, doc = self.send("/v1/systemone", systemone(state="PRIVATE-STATE"))
         self.assertEqual(status, 500)

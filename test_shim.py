@@ -8,6 +8,7 @@ import math
 import os
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import unittest
@@ -19,7 +20,7 @@ from onepass import config, readout
 from onepass.kinds import choice, score
 from onepass.api import Limits, systemone
 from onepass.images import inputs as image_inputs
-from onepass.edge import transport
+from onepass import body as transport
 from onepass.decision import CHOICE, NOUL, SCORE, Decision, Option, Question, Read, ReadResult
 from onepass.errors import (BadRequest, InvalidRequest, ModelNotFound, NotFound, PayloadTooLarge,
                             UnsupportedMediaType)
@@ -190,16 +191,17 @@ class TestSystemOne(unittest.TestCase):
 
     def test_two_way_without_the_plugin_is_refused(self):
         """server: a two-way request to an engine without the plugin is a 400, never one-way."""
+        from onepass.backend.probes import Facts
         from onepass.server import Service
         service = Service(config.load(["--port", "0"], environ={}), ROOT)
+        service.start(Facts(LABELS, 4096, two_way=False, structured=""))
         pipe = service.pipeline
-        self.assertFalse(pipe.two_way)
         self.assertEqual(pipe.resolve_mode(None), "causal")
         with self.assertRaises(BadRequest) as ctx:
             pipe.resolve_mode("bidirectional")
         self.assertIn("engine plugin", ctx.exception.message)
-        pipe.two_way = True
-        self.assertEqual(pipe.resolve_mode("bidirectional"), "bidirectional")
+        service.start(Facts(LABELS, 4096, two_way=True, structured=""))
+        self.assertEqual(service.pipeline.resolve_mode("bidirectional"), "bidirectional")
         service.engine.close()
 
     def test_error_shapes(self):
@@ -346,8 +348,10 @@ class TestTechniques(unittest.TestCase):
     def test_option_overrides_are_checked(self):
         """server: kwargs.layout / kwargs.calibration override the profile for one request
         (temperature per kind merged); bad keys, types or ranges are a 422 at their key."""
+        from onepass.backend.probes import Facts
         from onepass.server import Service
         service = Service(config.load(["--port", "0"], environ={}), ROOT)
+        service.start(Facts(LABELS, 4096, False, ""))
         self.assertEqual(service.pipeline.resolve_options({}), (None, None))
         layout, cal = service.pipeline.resolve_options({"layout": {"repeat": 2},
                                                "calibration": {"temperature": {"choice": 3.0},
@@ -475,10 +479,10 @@ class TestConfig(unittest.TestCase):
         """config.load on serve_config.json with the default profile's fields changed."""
         doc = json.loads((ROOT / "serve_config.json").read_text())
         doc["profiles"]["smollm2-135m"].update(changes)
-        path = ROOT / ".cache" / "variant_config.json"
-        path.parent.mkdir(exist_ok=True)
-        path.write_text(json.dumps(doc))
-        return config.load(["--config", str(path)], environ={})
+        with tempfile.TemporaryDirectory() as tmp:  # its own file: test.sh runs two suites at once
+            path = Path(tmp) / "variant_config.json"
+            path.write_text(json.dumps(doc))
+            return config.load(["--config", str(path)], environ={})
 
     def test_misspelled_profile_key_is_an_error(self):
         """config: an unknown profile key fails with a message naming it."""
@@ -521,26 +525,18 @@ class TestStdlibOnly(unittest.TestCase):
                              capture_output=True, text=True)
         self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
 
-    def test_the_package_lists_the_pipeline_steps_in_order(self):
-        """onepass/__init__.py's STEPS and docstring list the steps pipeline.decide runs, in the
-        order its `# step:` lines run them; fit, reads, readout, reread, think and generate
-        each run in answer or read, marked there too."""
+    def test_the_package_lists_the_steps_once_each(self):
+        """onepass/__init__.py's STEPS and docstring list the steps of a request; each is marked
+        `# step: <name>` on exactly one line in onepass/ (tests/live/test_core_live.py checks
+        that a request runs those lines in STEPS' order)."""
         import onepass
-        source = (ROOT / "onepass" / "pipeline.py").read_text()
-        decide = source[source.index("    def decide("):source.index("    def body(")]
-        marked = []
-        for line in decide.splitlines():
-            if "# step: " in line:
-                marked.append(line.split("# step: ")[1].strip())
-            elif "# steps: " in line:
-                marked += [s.strip() for s in line.split("# steps: ")[1].split(",")]
-        self.assertEqual(tuple(marked), onepass.STEPS)
         listed = [line.split()[0] for line in onepass.__doc__.split("in order")[1].splitlines()[1:]
                   if line.startswith("  ") and not line.startswith("   ")]
         self.assertEqual(tuple(listed), onepass.STEPS)
-        rest = source[source.index("    def answer("):]
-        for step in ("fit", "reads", "readout", "reread", "think", "generate"):
-            self.assertIn(f"# step: {step}", rest)
+        marked = [line.split("# step: ")[1].strip() for path in sorted(
+            (ROOT / "onepass").rglob("*.py")) for line in path.read_text().splitlines()
+            if "# step: " in line]
+        self.assertEqual(sorted(marked), sorted(onepass.STEPS))
 
     def test_shim_runs_isolated(self):
         """shim: `python3 -I -S shim.py --help` runs (isolated mode, from any directory)."""
@@ -553,12 +549,14 @@ class TestStdlibOnly(unittest.TestCase):
 # -- failure injection: a real shim in front of fake engines that fail ----------------------
 def start_shim(vllm_url, timeout_s=5.0, **env):
     """A real shim on a free port, marked ready without the guard: for failure injection only."""
+    from onepass.backend.probes import Facts
     from onepass.edge.connections import Server
     from onepass.server import READY, Service
     settings = config.load(["--port", "0", "--vllm", vllm_url, "--engine-timeout-s",
                             str(timeout_s)], environ=env)
     service = Service(settings, ROOT)
-    service.pipeline.labels, service.phase = LABELS, READY  # skip the guard: these engines only fail
+    service.start(Facts(LABELS, settings.model.max_model_len, False, ""))  # skip the guard:
+    service.phase = READY  # these engines only fail
     server = Server(service)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server

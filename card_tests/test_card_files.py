@@ -187,3 +187,14 @@ def test_every_runbook_smoke_runs_in_the_suite():
     for name in sorted(named):
         assert name in helped, name
         assert f'"{name}"' in suite, name
+
+
+def test_architecture_lists_the_steps_in_order():
+    """docs/architecture.md's numbered life of a request is onepass.STEPS, one line a step,
+    in order; every module it names exists (test_every_named_file_exists checks the paths)."""
+    import onepass
+    body = DOCS["docs/architecture.md"]
+    life = body[body.index("## The life of a request"):body.index("## The modules")]
+    steps = re.findall(r"^(\d+)\. \*\*(\w+)\*\*", life, re.M)
+    assert [int(n) for n, _ in steps] == list(range(1, len(onepass.STEPS) + 1)), steps
+    assert tuple(name for _, name in steps) == onepass.STEPS

@@ -12,6 +12,8 @@ import math
 import os
 from dataclasses import field, make_dataclass
 
+from . import kinds
+
 # The profile's names, importable from here as before (shim.py, tools and tests use them).
 from .profile import (MAX_REPEAT, Calibration, ConfigError, Layout, Profile,  # noqa: F401
                       check_calibration, check_layout, expand_labels, load_profile)
@@ -35,13 +37,6 @@ SETTINGS = {
     "max_reads": (int, 800, "ONEPASS_MAX_READS",
                   "calls of vLLM one request may need, every step counted: reads, box edges, "
                   "thoughts, the reads after them, generations (more: 422 before the first)"),
-    "max_box_questions": (int, 4, "ONEPASS_MAX_BOX_QUESTIONS",
-                          "box questions in one request (each costs a generation; more: 422)"),
-    "box_max_tokens": (int, 48, "ONEPASS_BOX_MAX_TOKENS", "generation tokens per box question"),
-    "max_number_questions": (int, 8, "ONEPASS_MAX_NUMBER_QUESTIONS",
-                             "number questions in one request (each costs a generation; more: 422)"),
-    "number_max_tokens": (int, 24, "ONEPASS_NUMBER_MAX_TOKENS",
-                          "generation tokens per number answer (a number cut by it is null)"),
     "max_connections": (int, 256, "ONEPASS_MAX_CONNECTIONS",
                         "open client connections; past it the longest-idle (else the slowest "
                         "sending) one is closed, or the newcomer gets 529"),
@@ -79,6 +74,9 @@ SETTINGS = {
     "image_fetch_timeout_s": (float, 5.0, "ONEPASS_IMAGE_FETCH_TIMEOUT_S",
                               "longest wait for each connect and read of an image link"),
 }
+# each question kind's own settings (kinds/: its caps and token budgets), after the table's
+KIND_SETTINGS = {name: row for kind in kinds.KINDS.values() for name, row in kind.settings.items()}
+SETTINGS.update(KIND_SETTINGS)
 IMAGE_LINKS = ("public", "off", "all")
 DRAIN_REFUSALS = ("503", "close")
 SECRET_ENV = "ONEPASS_API_KEY"  # read from the environment only, never from argv or the file
@@ -114,9 +112,8 @@ def load(argv: list[str] | None = None, environ: dict | None = None) -> Settings
         values[name] = default if raw is None else raw
     for name in ("port", "max_body_bytes", "max_decoded_bytes", "max_questions", "max_in_flight",
                  "engine_connections", "engine_bytes_in_flight", "engine_bytes_per_request",
-                 "max_reads", "max_box_questions", "box_max_tokens", "max_number_questions",
-                 "number_max_tokens", "max_connections", "engine_timeout_s", "client_timeout_s",
-                 "keepalive_timeout_s", "drain_timeout_s"):
+                 "max_reads", "max_connections", "engine_timeout_s", "client_timeout_s",
+                 "keepalive_timeout_s", "drain_timeout_s", *KIND_SETTINGS):
         if not 0 < values[name] < math.inf and not (name == "port" and values[name] == 0):
             raise ConfigError(f"{name} must be positive and finite, got {values[name]}")
     if values["image_links"] not in IMAGE_LINKS:

@@ -16,10 +16,8 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from .decision import CHOICE, NOUL, NUMBER, SCORE
-
 MODES = ("auto", "on", "off")
-THINKS_WHEN_UNSURE = (NOUL, CHOICE, SCORE)  # auto: these think when the first read is unsure
+UNSURE, ON = "unsure", "on"  # a kind's `thinks` (kinds/base.py): unsure in auto and on; on only
 ASK_KEYS = {"mode", "budget_ms", "trace"}
 MAX_BUDGET_MS = 600_000
 FIRST_WEIGHT = 0.5  # final = 0.5 x first read + 0.5 x read after the thought
@@ -105,17 +103,18 @@ def settings(raw: dict, config_path: str) -> Settings:
     return s
 
 
-def thinkers(mode: str, kinds_and_tops, tau: float) -> list[int]:
-    """Which questions think, from (kind, top probability of the first read or None) per
-    question: `on` every noul, choice, score and number question; `auto` the first three when
-    their first read's top probability is below tau; `off` none. Box questions never think."""
+def thinkers(mode: str, thinks_and_tops, tau: float) -> list[int]:
+    """Which questions think, from (its kind's `thinks`, top probability of the first read or
+    None) per question: `on` every question whose kind thinks (unsure or on); `auto` those
+    that think when unsure, when their first read's top probability is below tau; `off` none.
+    A kind that never thinks (None: box) never does."""
     if mode == "off":
         return []
     out = []
-    for i, (kind, top) in enumerate(kinds_and_tops):
-        if mode == "on" and kind in THINKS_WHEN_UNSURE + (NUMBER,):
+    for i, (thinks, top) in enumerate(thinks_and_tops):
+        if mode == "on" and thinks in (UNSURE, ON):
             out.append(i)
-        elif mode == "auto" and kind in THINKS_WHEN_UNSURE and top is not None and top < tau:
+        elif mode == "auto" and thinks == UNSURE and top is not None and top < tau:
             out.append(i)
     return out
 

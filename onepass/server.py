@@ -1,12 +1,13 @@
 """The service behind the HTTP edge: routes, auth, health, readiness and the one error renderer.
 
 Owns: judging a request from its head (route, method, key, draining, warm-up, in-flight slots),
-/health, /v1/models, /metrics, /openapi.json, the start-up guard and warm-up (readiness), and
-rendering every error.
+the one entry for a decision request (handle: decode, parse, decide, render), /health,
+/v1/models, /metrics, /openapi.json, the start-up guard and warm-up (readiness), and rendering
+every error.
 Never: touches sockets or HTTP framing (edge/ does), validates API fields (api/ does) or
-decides (pipeline.py does: the request path, step by step).
-In: a request's method, path, headers. Out: (status, doc) in the contract's shapes, or the
-route's adapter for the pipeline.
+decides (pipeline.py does: the steps between parse and render).
+In: a request's method, path, headers (then its body). Out: (status, doc) in the contract's
+shapes, or the route's adapter; then the response document.
 """
 from __future__ import annotations
 
@@ -14,18 +15,17 @@ import json
 import logging
 import math
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
-from . import metrics, openapi, telemetry
+from . import body, metrics, openapi, telemetry
 from .api import decisions, models, systemone
+from .backend import probes
 from .backend.engine import Engine
-from .backend.probes import GuardFailed, run_guard, two_way_live
-from .backend.generation import structured_engine
 from .backend.warmup import warmup_bodies
 from .config import Settings
-from .decision import CAUSAL, TWO_WAY
+from .decision import BOX, CAUSAL, TWO_WAY
 from .edge import admission
+from .edge.connections import Raw
 from .errors import (EngineUnavailable, MethodNotAllowed, NotFound, NotReady, OnepassError,
                      Overloaded, ShuttingDown)
 from .images import fetch, inputs
@@ -41,13 +41,6 @@ ROUTES = {"/health": ("GET", "HEAD"), "/v1/models": ("GET", "HEAD"), "/v1/system
 # The two APIs, each an api.Adapter; everything between parse and render is the pipeline's.
 ADAPTERS = {"/v1/systemone": systemone, "/systemone": systemone,
             "/v1/decisions": decisions, "/decisions": decisions}
-
-
-@dataclass(frozen=True)
-class Raw:
-    """A response body that is not a JSON document (the metrics text)."""
-    body: bytes
-    content_type: str
 
 
 class Service:
@@ -67,8 +60,8 @@ class Service:
             timeout_s=settings.image_fetch_timeout_s,
             max_bytes=vision.max_bytes if vision else fetch.Rules.max_bytes,
             is_allowed=fetch.is_public if settings.image_links == "public" else fetch.is_unicast)
-        self.pipeline = Pipeline(settings, self.engine,
-                                 inputs.Policy(self.profile.model_name, vision, links))
+        self.images = inputs.Policy(self.profile.model_name, vision, links)
+        self.pipeline = None  # the decision core, once start-up has learnt the engine's facts
         self.phase, self.reason = WARMING, "waiting for vLLM"
         self.slots = admission.Slots(settings.max_in_flight)
         telemetry.watch(self)  # the in-flight and phase gauges read it at scrape time
@@ -76,37 +69,48 @@ class Service:
     # -- readiness --------------------------------------------------------------------
     def warm_up(self, poll_s: float = 1.0) -> None:
         """Guard, then every question type through the full path; only then ready."""
-        pipe = self.pipeline
-        while pipe.labels is None:
+        while self.pipeline is None:
             down = self.engine.waiting()  # a quiet poll: vLLM starting is no engine error
             if down:
                 self.reason = f"waiting for vLLM: {down}"
                 time.sleep(poll_s)
                 continue
             try:
-                labels, pipe.max_len = run_guard(self.engine, self.profile, self.root)
-                pipe.two_way = two_way_live(self.engine, self.profile, labels)
-                pipe.structured = structured_engine(self.engine, self.settings)
-                pipe.labels = labels
+                facts = probes.learn(self.engine, self.settings, self.root)
             except EngineUnavailable as e:  # not up yet: keep waiting, /health says why
                 self.reason = f"waiting for vLLM: {e.message}"
                 time.sleep(poll_s)
-            except (OnepassError, GuardFailed, OSError, ValueError, KeyError) as e:
+                continue
+            except (OnepassError, probes.GuardFailed, OSError, ValueError, KeyError) as e:
                 return self._fail(f"start-up check failed: {getattr(e, 'message', e)}")
+            self.start(facts)
+        pipe = self.pipeline
         self.reason = "warming up every question type"
         try:
-            for route, body in warmup_bodies(pipe.two_way, self.profile.vision is not None,
-                                             box=not pipe.box_refusal(),
-                                             number=not pipe.structured):
-                pipe.decide(json.dumps(body).encode(), {}, ADAPTERS[route])
+            for route, doc in warmup_bodies(pipe.facts.two_way, self.profile.vision is not None,
+                                            box=not pipe.refusal(BOX),
+                                            number=not pipe.facts.structured):
+                self.handle(ADAPTERS[route], json.dumps(doc).encode(), {})
         except OnepassError as e:
             return self._fail(f"warm-up request failed: {e.message}")
         self.phase, self.reason = READY, ""
         log.info("ready: %s via %s, %d choice labels, two-way %s, box questions: %s",
-                 self.profile.model_name, self.settings.vllm, len(pipe.labels.choice),
-                 "on" if pipe.two_way else "off", pipe.box_refusal() or "answered")
-        if pipe.structured:
-            log.warning("number and box questions are refused: %s", pipe.structured)
+                 self.profile.model_name, self.settings.vllm, len(pipe.facts.labels.choice),
+                 "on" if pipe.facts.two_way else "off", pipe.refusal(BOX) or "answered")
+        if pipe.facts.structured:
+            log.warning("number and box questions are refused: %s", pipe.facts.structured)
+
+    def start(self, facts: probes.Facts) -> None:
+        """The decision core, with what start-up learnt about the engine."""
+        self.pipeline = Pipeline(self.settings, self.engine, self.images, facts)
+
+    def handle(self, adapter, raw: bytes, headers) -> dict:
+        """A decision request, from its body to its response document, in the order
+        onepass.STEPS lists the steps (pipeline.py runs those between parse and render)."""
+        request = adapter.parse(*body.read(raw, headers,  # step: parse
+                                           self.settings.max_decoded_bytes), self.pipeline.limits)
+        decision, outcome = self.pipeline.decide(request)
+        return adapter.render(outcome, decision, request.meta)  # step: render
 
     def _fail(self, reason: str) -> None:
         self.phase, self.reason = FAILED, reason
@@ -123,7 +127,7 @@ class Service:
             doc = {"status": "ok", "warming": False, "draining": False}
             if authorized:
                 doc.update(model=self.profile.model_name, profile=self.settings.profile,
-                           attention_modes=[CAUSAL, TWO_WAY] if self.pipeline.two_way
+                           attention_modes=[CAUSAL, TWO_WAY] if self.pipeline.facts.two_way
                            else [CAUSAL],
                            default_attention_mode=self.profile.attention_mode)
             return 200, doc
@@ -168,6 +172,10 @@ class Service:
             raise Overloaded(f"more than {self.settings.max_in_flight} requests in flight",
                              retry_after_ms=200)
         return None, ADAPTERS[path]
+
+    @staticmethod
+    def render_error(err: OnepassError, path: str = "") -> tuple[int, dict, dict]:
+        return render_error(err, path)
 
     @staticmethod
     def shutting_down() -> ShuttingDown:

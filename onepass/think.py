@@ -14,10 +14,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, replace
 
-from . import kinds, reasoning
-from .backend import generation
-from .decision import BOX, CAUSAL, NUMBER, Decision, Outcome
-from .prompt import fitting
+from . import answering, kinds, reasoning
+from .decision import CAUSAL, Decision, Outcome
 
 
 @dataclass(frozen=True)
@@ -37,14 +35,14 @@ class Spent:
     trace: bool = False
 
 
-def step(pipe, decision: Decision, s, outcome: Outcome):
+def step(reader, decision: Decision, s, outcome: Outcome):
     """(Outcome, {request index: answer-turn start}, Spent)."""
-    ask, settings = decision.reasoning, pipe.profile.reasoning
+    ask, settings = decision.reasoning, reader.profile.reasoning
     tops = []
     for i, q in enumerate(decision.questions):
-        p = s.position[i]
-        tops.append((q.kind, max(outcome.answers[p].probabilities)
-                     if p is not None and q.kind != BOX else None))
+        kind, p = kinds.get(q.kind), s.position[i]
+        tops.append((kind.thinks, max(outcome.answers[p].probabilities)
+                     if p is not None and kind.reads else None))
     who = reasoning.thinkers(ask.mode, tops, settings.tau)
     if not who:
         return outcome, {}, Spent(ask.mode, trace=ask.trace)
@@ -53,35 +51,34 @@ def step(pipe, decision: Decision, s, outcome: Outcome):
     deadline = time.monotonic() + ask.budget_ms / 1000 if ask.budget_ms else None
     opened = replace(decision, attention_mode=CAUSAL, questions=tuple(
         replace(decision.questions[i], assistant=settings.open) for i in who))
-    reads, _ = fitting.fit(opened, pipe.profile, pipe.labels, pipe.engine.count,
-                           pipe.max_len - cap)
+    reads, _ = reader.fit(opened, cap)
     firsts = {}
     for read in reads:  # a question read in several listings thinks once, over the first
         firsts.setdefault(read.question, read)
-    futures = [pipe.engine.submit(generation.generate, pipe.engine, firsts[j], None, cap,
-                                  settings.stop, deadline) for j in range(len(who))]
+    futures = [reader.generate(firsts[j], None, cap, settings.stop, deadline)
+               for j in range(len(who))]
     written = [f.result() for f in futures]
     thoughts = tuple(Thought(i, text, len(tokens), cut)
                      for i, (text, tokens, cut, _) in zip(who, written))
     starts = {t.question: reasoning.block(settings, t.text) for t in thoughts}
     spent_in = sum(w[3] for w in written)
     spent_out = sum(len(w[1]) for w in written)
-    outcome = _read_again(pipe, decision, s, outcome, starts)
+    outcome = _read_again(reader, decision, s, outcome, starts)
     return (replace(outcome, num_input_tokens=outcome.num_input_tokens + spent_in,
                     output_tokens=outcome.output_tokens + spent_out,
                     reasoning_tokens=outcome.reasoning_tokens + spent_out),
             starts, Spent(ask.mode, cap, thoughts, ask.trace))
 
 
-def _read_again(pipe, decision: Decision, s, outcome: Outcome, starts: dict) -> Outcome:
-    """The read questions that thought, read again with their thought; each answer becomes
-    0.5 x the first + 0.5 x the one after the thought."""
-    again = [i for i in sorted(starts) if decision.questions[i].kind != NUMBER]
+def _read_again(reader, decision: Decision, s, outcome: Outcome, starts: dict) -> Outcome:
+    """The questions that thought and are answered by their read, read again with their
+    thought; each answer becomes 0.5 x the first + 0.5 x the one after the thought."""
+    again = [i for i in sorted(starts) if kinds.get(decision.questions[i].kind).reads]
     if not again:
         return outcome
     asked = replace(s.reads, questions=tuple(
         replace(s.reads.questions[s.position[i]], assistant=starts[i]) for i in again))
-    second = pipe.answer_reads(asked, fixed=frozenset(range(len(again))))
+    second = answering.answer(reader, asked, fixed=frozenset(range(len(again))))
     answers = list(outcome.answers)
     for j, i in enumerate(again):
         p = s.position[i]

@@ -13,16 +13,14 @@ from dataclasses import dataclass
 
 from . import kinds
 from .backend.engine import MAX_LOGPROB_TOKEN_IDS
-from .decision import BOX, NUMBER, Decision
+from .decision import Decision
 from .errors import InvalidRequest, Problem
 from .prompt.layout import techniques
-from .reasoning import THINKS_WHEN_UNSURE
-
-GENERATED_BOX_MODES = ("generate", "hybrid")
+from .reasoning import ON, UNSURE
 
 
 @dataclass(frozen=True)
-class Plan:
+class Calls:
     reads: int  # the first label reads' calls (box presents and edges included)
     thoughts: int  # at most one per question that may think
     rereads: int  # the reads again after those thoughts
@@ -41,27 +39,27 @@ def read_calls(questions, labels, opts) -> int:
                for _, pairs, _, _ in kinds.get(q.kind).listings(q, labels, opts))
 
 
-def plan(decision: Decision, reads: Decision, profile, labels) -> Plan:
-    """The most calls `decision` can make; `reads` is the Decision its label reads answer (the
-    request's own, or parts.split's with box presents and edges)."""
-    opts = techniques(reads, profile)
-    first = read_calls(reads.questions, labels, opts)
+def plan(decision: Decision, split, profile, labels) -> Calls:
+    """The most calls `decision` can make, from its parts.Split: the label reads (every
+    question's, a box's present and edges included), the generations its kinds planned, and
+    when it reasons a thought for each question that may think and the reads after them."""
+    opts = techniques(split.reads, profile)
+    first = read_calls(split.reads.questions, labels, opts)
     ask = decision.reasoning
     thinkers = []
     if ask is not None and ask.mode != "off":  # auto: any of them may turn out unsure
-        may = THINKS_WHEN_UNSURE + ((NUMBER,) if ask.mode == "on" else ())
-        thinkers = [q for q in decision.questions if q.kind in may]
+        may = (UNSURE, ON) if ask.mode == "on" else (UNSURE,)
+        thinkers = [q for q in decision.questions if kinds.get(q.kind).thinks in may]
     again = read_calls([q for q in thinkers if kinds.get(q.kind).reads], labels, opts)
-    made = sum(q.kind == NUMBER or (q.kind == BOX and q.mode in GENERATED_BOX_MODES)
-               for q in decision.questions)
-    return Plan(first, len(thinkers), again, made)
+    made = sum(p.generation is not None for p in split.plans)
+    return Calls(first, len(thinkers), again, made)
 
 
 class Budget:
     """A request's calls of the model: the plan is refused over the limit; what the plan leaves
     is spare, for the optional re-read alone."""
 
-    def __init__(self, limit: int, planned: Plan):
+    def __init__(self, limit: int, planned: Calls):
         if planned.total > limit:
             raise InvalidRequest([Problem(("questions",), (
                 f"this request needs up to {planned.total} calls of the model ({planned.reads} "

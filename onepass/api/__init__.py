@@ -9,7 +9,7 @@ connection loop, with one serializer for answers and errors alike.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 
@@ -18,14 +18,11 @@ class Limits:
     """This server's limits on a body: data given to parse, never a call back."""
     max_choice_options: int  # the API's 255, or fewer when fewer labels are single tokens
     max_questions: int
-    max_box_questions: int = 4  # box questions in one request (each costs a generation)
-    max_number_questions: int = 8  # number questions in one request (each costs a generation)
-    box_refusal: str | None = "box questions need a vision-language model profile"
-    number_refusal: str | None = None  # why number questions are refused (None: served)
+    kinds: dict = field(default_factory=dict)  # kind name -> kinds.base.Limit: its cap per
+    # request and why it is refused (a kind not listed: no cap of its own, served)
     max_images: int | None = None  # images per request, counted while parsing (0: text only;
     # None: not counted here, the images step does)
     model: str = ""  # the model named when images are refused
-    # why box questions are refused on this server (422 at the question); None: they are served
 
 
 @dataclass(frozen=True)

@@ -12,11 +12,10 @@ from __future__ import annotations
 from ..decision import MODE_NAMES, as_text
 from .. import reasoning
 from ..errors import BadRequest, InvalidRequest, Problem
+from ..kinds.base import MAX_LEVELS, MAX_OPTIONS, MIN_LEVELS, MIN_OPTIONS  # noqa: F401
 from . import Request
 
 OPTION_KEYS = ("layout", "calibration")
-MIN_LEVELS, MAX_LEVELS = 2, 10  # a score's levels, on both APIs
-MIN_OPTIONS, MAX_OPTIONS = 2, 255  # a choice's options (the contract's cap; labels may lower it)
 
 
 MAX_PROBLEMS = 100  # problems listed in one refusal; a last entry counts the rest

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .. import kinds
-from ..decision import BOX, NUMBER, Outcome, Question
+from ..decision import Outcome, Question
 from ..errors import InvalidRequest, OnepassError, Problem
 from ..images.inputs import Collector, replace_placeholders
 from ..readout import effort_used, traced_thoughts
@@ -58,11 +58,8 @@ def parse(body, files: dict | None, limits: Limits) -> Request:
         raw = _question_texts(raw, lambda v, _: replace_placeholders(v, labels))
     ids, questions = (_questions(raw, check, limits, body.get("kwargs"))
                       if "questions" in body else ([], []))
-    for qid, q in zip(ids, questions):  # a box is drawn on the request's one image
-        if q.kind == BOX and len(collector.sources) != 1:
-            check.add(("questions", qid, "box"), "a box question is answered on the request's "
-                      f"one image; this request has {len(collector.sources)}",
-                      "missing" if not collector.sources else "too_long")
+    for qid, q in zip(ids, questions):  # what a kind needs of the request's images
+        kinds.get(q.kind).check_images(len(collector.sources), ("questions", qid, q.kind), check)
     meta = Meta(tuple(ids), tuple(kinds.get(q.kind).systemone_legend(body["questions"][qid])
                                   for qid, q in zip(ids, questions)))
     return request(check, body, model=model, state=replace_placeholders(state, labels),
@@ -87,13 +84,11 @@ def _questions(raw, check, limits: Limits, kwargs):
         check.add(("questions",), f"this server accepts at most {limits.max_questions} questions per "
                   f"request, got {len(raw)}", "too_long")
         return [], []
-    for kind, most, served in ((BOX, limits.max_box_questions, limits.box_refusal is None),
-                               (NUMBER, limits.max_number_questions,
-                                limits.number_refusal is None)):
+    for kind, limit in limits.kinds.items():  # a kind's own cap (each may cost a generation)
         count = sum(isinstance(q, dict) and q.get("type") == kind for q in raw.values())
-        if count > most and served:  # each costs a generation
-            check.add(("questions",), f"this server accepts at most {most} {kind} questions "
-                      f"per request, got {count}", "too_long")
+        if limit.most is not None and count > limit.most and limit.refusal is None:
+            check.add(("questions",), f"this server accepts at most {limit.most} {kind} "
+                      f"questions per request, got {count}", "too_long")
             return [], []
     ids, questions = [], []
     for qid, q in raw.items():
@@ -112,7 +107,8 @@ def _question(q, loc, check, limits: Limits, kwargs):
         check.add(loc, "a question must be an object", "dict_type")
         return None
     kind, unit = q.get("type"), kinds.named(q.get("type"), "systemone")
-    refusal = unit and {BOX: limits.box_refusal, NUMBER: limits.number_refusal}.get(unit.name)
+    limit = unit and limits.kinds.get(unit.name)
+    refusal = limit and limit.refusal
     if unit is None or refusal:
         msg = ("Field required" if "type" not in q else
                f"unknown question type {kind!r}; expected one of "

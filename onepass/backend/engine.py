@@ -56,6 +56,8 @@ class Engine:
                                         thread_name_prefix="engine")
         self._counts: dict[bytes, int] = {}  # sha256 of a text -> its token count
         self._counts_lock = threading.Lock()
+        self.two_way_budget = None  # the plugin's one-step budget in tokens, learnt from its
+        # first typed refusal (OverBudget); two-way reads are then fitted to it (reader.py)
 
     # -- HTTP ---------------------------------------------------------------------------
     def _connection(self, fresh: bool) -> tuple[http.client.HTTPConnection, bool]:
@@ -118,7 +120,9 @@ class Engine:
                             f"{message}", "too_long")]
         if status == 400 and refusal.get(PLUGIN_ERROR_KEY) == OVER_BUDGET:
             telemetry.engine_error("two_way_budget")
-            raise OverBudget(too_long, int(refusal["budget_tokens"]))
+            budget = int(refusal["budget_tokens"])
+            self.two_way_budget = self.two_way_budget or budget  # learnt once, kept
+            raise OverBudget(too_long, budget)
         if status == 400 and any(m in message.lower() for m in CONTEXT_MARKERS):
             telemetry.engine_error("context_length")
             raise InvalidRequest(too_long)

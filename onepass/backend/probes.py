@@ -2,20 +2,22 @@
 
 Owns: the checks run once at start-up (served model name, tokenizer contract, chat template
 equivalence, single-token labels at the answer slot, label log-probs at full precision, whether
-two-way reading is live and matches the profile's reference answers) and the verified LabelSet
-they yield.
+two-way reading is live and matches the profile's reference answers, whether vLLM constrains a
+generation) and the engine Facts they yield.
 Never: answers requests; a failed check is final until restart (GuardFailed with the reason).
-In: an Engine and the Profile. Out: a LabelSet.
+In: an Engine and the settings (with the Profile). Out: Facts, a frozen value.
 """
 from __future__ import annotations
 
 import json
 import logging
+from dataclasses import dataclass
 from pathlib import Path
 
 from .. import kinds
 from ..decision import CAUSAL, CHOICE, NOUL, TWO_WAY, Decision, Option, Question
 from .engine import Engine
+from .generation import structured_engine
 from ..prompt.layout import LabelSet, layout, wrap_chat
 from ..profile import Profile
 from ..readout import label_distribution
@@ -27,6 +29,24 @@ REFERENCE_TOLERANCE = 0.05  # probability, per label
 
 class GuardFailed(Exception):
     pass
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What start-up learnt about the engine, fixed for the server's life."""
+    labels: LabelSet  # the profile's labels proven single tokens at the answer slot
+    max_len: int  # the served context length, in tokens
+    two_way: bool  # the engine plugin reads two-way
+    structured: str  # "" when vLLM constrains a generation, else why not (box and number
+    # questions are then refused with it)
+
+
+def learn(engine: Engine, settings, root: Path) -> Facts:
+    """Every start-up check, in order; Facts when all pass (GuardFailed, or the engine's
+    errors, when one does not)."""
+    labels, max_len = run_guard(engine, settings.model, root)
+    return Facts(labels, max_len, two_way_live(engine, settings.model, labels),
+                 structured_engine(engine, settings))
 
 
 def check_served_model(engine: Engine, profile: Profile) -> int:

@@ -14,16 +14,20 @@ from .. import kinds
 STATE = "Order 4471: the customer was charged twice and asks for one charge to be refunded."
 
 MODEL = "jev-latest"
-# /v1/systemone: each kind's own body, then every kind in one body over a list state.
-WARMUP_BODIES = tuple({"model": MODEL, **k.warmup_body(STATE)} for k in kinds.reading()) + (
-    {"model": MODEL, "state": [STATE, "Second message: still waiting."],
-     "questions": dict(k.warmup_short for k in kinds.reading())},)
-# /v1/decisions: message input with parts, and each kind's question (a typed, boolean choice).
-DECISIONS_BODY = {
-    "model": MODEL,
-    "input": [{"role": "user", "content": [{"type": "input_text", "text": STATE},
-                                           {"type": "input_json", "data": {"order": 4471}}]}],
-    "questions": [k.warmup_decisions for k in kinds.reading()]}
+
+
+def reading_bodies() -> tuple[tuple[str, dict], ...]:
+    """(route, body) for the kinds answered by label reads, as registered when asked:
+    /v1/systemone each kind's own body, then every kind in one body over a list state;
+    /v1/decisions message input with parts and each kind's question (a typed, boolean choice)."""
+    reading = kinds.reading()
+    systemone = tuple({"model": MODEL, **k.warmup_body(STATE)} for k in reading) + (
+        {"model": MODEL, "state": [STATE, "Second message: still waiting."],
+         "questions": dict(k.warmup_short for k in reading if k.warmup_short)},)
+    decisions = {"model": MODEL, "input": [{"role": "user", "content": [
+        {"type": "input_text", "text": STATE}, {"type": "input_json", "data": {"order": 4471}}]}],
+        "questions": [k.warmup_decisions for k in reading if k.warmup_decisions]}
+    return tuple(("/v1/systemone", b) for b in systemone) + (("/v1/decisions", decisions),)
 
 
 def png(width: int, height: int, rgb: tuple[int, int, int], square=None) -> bytes:
@@ -76,8 +80,7 @@ def warmup_bodies(two_way: bool, vision: bool = False, box: bool = False,
     """(route, body): every question type in the default mode on both APIs (and images, on a
     vision model; boxes where they are answered); with two-way live, both modes explicitly too
     (on a GPU the two-way kernel variant compiles on first use: not on a client's clock)."""
-    bodies = tuple(("/v1/systemone", b) for b in WARMUP_BODIES) + (("/v1/decisions",
-                                                                    DECISIONS_BODY),)
+    bodies = reading_bodies()
     if vision:
         bodies += image_bodies()
     if box:
@@ -86,6 +89,6 @@ def warmup_bodies(two_way: bool, vision: bool = False, box: bool = False,
         bodies += (("/v1/systemone", NUMBER_BODY),)  # nothing to compile, not warmed)
     if not two_way:
         return bodies
-    last = WARMUP_BODIES[-1]
+    last = bodies[len(kinds.reading())][1]  # the body with every kind
     return bodies + tuple(("/v1/systemone", {**last, "attention_mode": mode})
                           for mode in ("bidirectional", "causal"))

@@ -22,19 +22,26 @@ import sys
 import threading
 import time
 import uuid
+from dataclasses import dataclass
 
 from . import framing
 from .bugs import log_bug
 from .. import telemetry
 from .conn_table import IDLE, READING, WORKING, Conn, Table, fit_descriptors
 from ..errors import MalformedHttp, OnepassError, Overloaded, RequestTimeout, ShuttingDown
-from ..server import Raw, Service, render_error
 
 log = logging.getLogger("onepass")
 access_log = logging.getLogger("onepass.access")  # shim.py writes its lines as bare JSON
 CLIENT_GONE = (TimeoutError, ConnectionError)  # a client that stalled or left
 LINGER_S, LINGER_BYTES = 2.0, 1 << 20  # after a refusal: drop what still arrives, this much
 QUIET_S, QUIET_WAIT_S = 0.3, 5.0  # at exit: a connection idle this long has no request coming
+
+
+@dataclass(frozen=True)
+class Raw:
+    """A response body that is not a JSON document (the metrics text)."""
+    body: bytes
+    content_type: str
 
 
 def response(status: int, doc, request_id: str, extra: dict, close: bool,
@@ -131,7 +138,7 @@ class Handler(socketserver.BaseRequestHandler):
             err = e if isinstance(e, MalformedHttp) else RequestTimeout(
                 f"the request was not complete within {service.settings.client_timeout_s} s")
             self.closing = self.linger = True
-            status, doc, extra = render_error(err, path)
+            status, doc, extra = service.render_error(err, path)
         except (ConnectionError, OSError):
             self.closing = True
             if not self.conn.evicted:
@@ -139,7 +146,7 @@ class Handler(socketserver.BaseRequestHandler):
                          printable(path), request_id)
                 return
             telemetry.OVERLOADED.inc("connections")
-            status, doc, extra = render_error(Overloaded(
+            status, doc, extra = service.render_error(Overloaded(
                 f"this server has its {self.server.table.limit} connections open; this one "
                 "sent its request the slowest and was closed", retry_after_ms=1000), path)
         self.closing = self.closing or service.slots.closed  # draining: clients move on
@@ -166,7 +173,7 @@ class Handler(socketserver.BaseRequestHandler):
                 reading, unread = False, 0
                 self.reader.end()  # answering is bounded by the engine timeouts, not this one
                 self.conn.set(WORKING)
-                doc = service.pipeline.decide(raw, head.fields, adapter)
+                doc = service.handle(adapter, raw, head.fields)
             finally:
                 service.slots.give()
             mode = doc.get("x_attention_mode")
@@ -176,13 +183,13 @@ class Handler(socketserver.BaseRequestHandler):
                 raise
             if isinstance(e, ShuttingDown) and service.settings.drain_refusal == "close":
                 raise Unanswered from None  # nothing was done: the balancer retries elsewhere
-            return render_error(e, path)
+            return service.render_error(e, path)
         except Exception as e:
             if reading and isinstance(e, CLIENT_GONE):
                 raise  # the client stalled or left mid-body
             # a bug, never bad input: log it, answer a generic 500
             log_bug(log, "internal error on %s %s", head.method, printable(path))
-            return render_error(OnepassError("internal error; see the server log"), path)
+            return service.render_error(OnepassError("internal error; see the server log"), path)
         finally:
             if unread:  # answered without reading the body: the connection cannot go on
                 self.closing = self.linger = True
@@ -192,7 +199,8 @@ class Handler(socketserver.BaseRequestHandler):
             data = response(status, doc, request_id, extra, self.closing, method == "HEAD")
         except (ValueError, UnicodeEncodeError):  # a bug: the checks refuse such values
             log_bug(log, "unsendable response (%s)", request_id)
-            status, doc, extra = render_error(OnepassError("internal error; see the server log"))
+            status, doc, extra = self.server.service.render_error(
+                OnepassError("internal error; see the server log"))
             data = response(status, doc, request_id, extra, self.closing)
         try:
             self.request.settimeout(self.server.service.settings.client_timeout_s)
@@ -211,7 +219,7 @@ class Server(socketserver.ThreadingTCPServer):
     allow_reuse_address = True
     request_queue_size = 128  # the default backlog of 5 resets bursts of parallel clients
 
-    def __init__(self, service: Service):
+    def __init__(self, service):
         self.service = service
         settings = service.settings
         self.table = Table(fit_descriptors(settings.max_connections,
@@ -232,7 +240,7 @@ class Server(socketserver.ThreadingTCPServer):
             return True
         err = Overloaded(f"this server has its {self.table.limit} connections open, all being "
                          "answered; retry shortly", retry_after_ms=1000)
-        status, doc, extra = render_error(err)
+        status, doc, extra = self.service.render_error(err)
         telemetry.OVERLOADED.inc("connections")
         try:  # the accepting thread must not block on a client: one non-blocking send
             request.setblocking(False)

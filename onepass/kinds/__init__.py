@@ -2,7 +2,9 @@
 
 Owns: the registry (name -> Kind) and the lookups every stage uses; an unknown kind raises
 UnknownKind (the profile check turns that into a start-up error), never a fallback.
-Adding a kind: one module beside these (a Kind subclass, see base.py) and one line in KINDS.
+Adding a kind: one module beside these (a Kind subclass, see base.py), its line in the
+registration below, and its profile keys (`<kind>_labels` and a temperature, when it reads
+labels); docs/architecture.md works an example, tests/live/test_core_live.py runs two.
 """
 from __future__ import annotations
 

@@ -1,14 +1,55 @@
-"""What a question kind is: the one place that knows a kind's labels, prompt lines, readout,
-warm-up question and renderings on both APIs.
+"""What a question kind is: the one place that knows a kind's labels, prompt lines, the calls
+its answer needs, how they make its answer, its limits, warm-up and renderings on both APIs.
 
-Owns: the Kind base class (every hook a kind must or may provide) and the helpers several kinds
-share (option listings, the criteria and entries checks).
-Never: imports another kind, or the stages that call it (layout, readout, the adapters): they
-ask the registry (kinds/__init__.py) for a kind by name.
+Owns: the Kind base class (every hook a kind must or may provide), the plan a kind makes for
+one question (Plan: its label reads and its constrained generation), the size limits both APIs
+share, and the helpers several kinds share (option listings, the criteria and entries checks).
+Never: imports another kind, or the stages that call it (parts, layout, readout, the adapters):
+they ask the registry (kinds/__init__.py) for a kind by name.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ..decision import Answer, Option, Question
+
+MIN_LEVELS, MAX_LEVELS = 2, 10  # a score's levels, on both APIs
+MIN_OPTIONS, MAX_OPTIONS = 2, 255  # a choice's options (the contract's cap; labels may lower it)
+
+
+@dataclass(frozen=True)
+class Generation:
+    """A short generation a kind answers from: the question its prompt is laid out for (its
+    kind's listings give the lines), vLLM's structured_outputs, the token cap."""
+    question: Question
+    structured: dict | None
+    max_tokens: int
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The engine calls one question needs. reads[0] is read where the question stands among
+    the request's reads; the rest (parts, such as a box's edges) after every question's first."""
+    reads: tuple = ()  # Question per label read
+    generation: Generation | None = None
+
+
+@dataclass(frozen=True)
+class Limit:
+    """A kind's per-request cap and, when this server cannot answer it, why (a 422 at the
+    question)."""
+    most: int | None = None  # questions of the kind in one request (None: only max_questions)
+    refusal: str | None = None
+
+
+@dataclass(frozen=True)
+class Job:
+    """What a kind's plan and combine may look at: the request's images, the profile and
+    settings, the verified labels."""
+    images: tuple
+    profile: object
+    settings: object
+    labels: object
 
 
 class Kind:
@@ -28,6 +69,23 @@ class Kind:
     decisions_keys: frozenset = frozenset({"type", "name", "instructions"})
     warmup_short: tuple = ()  # (question id, System One question) in the mixed warm-up body
     warmup_decisions: dict | None = None  # its /v1/decisions warm-up question
+    thinks: str | None = "unsure"  # with reasoning: "unsure" thinks in mode on, and in auto
+    # when its first read is unsure; "on" only in mode on; None never
+    settings: dict = {}  # its own server settings, in config.SETTINGS' form (name: row)
+
+    # -- the decision path ---------------------------------------------------------------
+    def plan(self, q: Question, job: Job) -> Plan:
+        """The calls question q needs: by default one label read of itself."""
+        return Plan(reads=(q,))
+
+    def combine(self, q: Question, answers: list, generated, job: Job) -> Answer:
+        """q's answer from its reads' answers (in plan order) and its generation's (text,
+        (token, log-prob) pairs, cut, prompt tokens), or None. By default its one read's."""
+        return answers[0]
+
+    def limit(self, settings, facts) -> Limit:
+        """Its per-request cap and refusal on this server (settings and engine facts)."""
+        return Limit()
 
     def labels_ok(self, labels) -> bool:
         """The profile lists enough labels for this kind."""
@@ -60,6 +118,9 @@ class Kind:
         request's `kwargs` (none by default)."""
         return {}
 
+    def check_images(self, count: int, loc, check) -> None:
+        """What the kind needs of the request's images (`count` of them), into `check`."""
+
     def systemone_legend(self, raw: dict):
         """What the answer echoes of the question as sent (None: nothing)."""
         return None
@@ -74,6 +135,16 @@ class Kind:
 
     def decisions_answer(self, name, values, a: Answer) -> dict:
         raise NotImplementedError
+
+
+def generation_refusal(kind: str, structured: str) -> str | None:
+    """Why a kind answered by a constrained generation is refused: vLLM's structured outputs
+    failed the start-up check (`structured` says how; "" when they passed: None)."""
+    if structured:
+        return (f"{kind} questions need vLLM's structured outputs (a generation constrained "
+                f"by a grammar), and this server's vLLM failed that check at start-up: "
+                f"{structured}; questions of other types are answered")
+    return None
 
 
 def best(probs) -> int:

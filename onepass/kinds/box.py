@@ -1,8 +1,11 @@
 """The box kind: where a named object is in an image, as a box with a calibrated confidence.
 
-Owns: the box question on /v1/systemone (instructions, `box.mode`, `kwargs.box.mode`), its answer
-and rendering, a vision profile's `vision.box` settings (check_settings), the generation's JSON
-schema, reading the generated box and its coordinate-token log-probs, and the confidence map.
+Owns: the box question on /v1/systemone (instructions, `box.mode`, `kwargs.box.mode`), its plan
+(the `present` noul read; in edges and hybrid modes four edge reads; in generate and hybrid
+modes a generation under a JSON schema), combining those into its answer (present tempering,
+the generated or edge box, hybrid's pick, the confidence map), its rendering, its limits and
+settings, a vision profile's `vision.box` settings (check_settings), and reading the generated
+box and its coordinate-token log-probs.
 Never: calls vLLM (backend/ does) or converts coordinates itself (box_geometry.to_fractions).
 /v1/decisions has no box type: the registry lists this kind for /v1/systemone only.
 Design and status: docs/box.md.
@@ -11,12 +14,14 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 
 from ..decision import BOX, NOUL, SCORE, Answer, Box, Option, Question
 from . import box_geometry
-from .base import Kind
+from .base import MAX_LEVELS, Generation, Kind, Limit, Plan, generation_refusal
 
 MODES = ("generate", "edges", "hybrid")
+GENERATES, READS_EDGES = ("generate", "hybrid"), ("edges", "hybrid")
 DEFAULT_MODE = "generate"
 SETTINGS_KEYS = {"convention", "confidence", "present_temperature"}
 OPTIONAL_KEYS = {"fitted"}  # the record bench/fit_box_calibration.py writes beside its fit
@@ -26,8 +31,57 @@ AGREE_IOU = 0.5  # hybrid: the two boxes agree when they overlap at least this m
 
 class BoxKind(Kind):
     name, systemone, decisions = BOX, "box", None
-    reads, rereads = False, False  # a generation, not label reads; never read again
+    reads, rereads = False, False  # its reads are parts of its answer; never read again
+    thinks = None
     systemone_keys = frozenset({"type", "instructions", "box"})
+    settings = {
+        "max_box_questions": (int, 4, "ONEPASS_MAX_BOX_QUESTIONS",
+                              "box questions in one request (each costs a generation; more: 422)"),
+        "box_max_tokens": (int, 48, "ONEPASS_BOX_MAX_TOKENS", "generation tokens per box question"),
+    }
+
+    def plan(self, q, job):
+        """`present` in the question's place; four edge reads over as many equal bands as
+        the profile has score labels (at most MAX_LEVELS); the generation in the profile's
+        convention, its schema bounded by the image's size."""
+        reads = (present_question(q),)
+        if q.mode in READS_EDGES:
+            reads += edge_questions(q, min(MAX_LEVELS, len(job.labels.score)))
+        generation = None
+        if q.mode in GENERATES:
+            conv = box_geometry.convention(job.profile.vision.box["convention"])
+            generation = Generation(replace(q, convention=conv),
+                                    {"json": schema(conv.most(_size(job.images)))},
+                                    job.settings.box_max_tokens)
+        return Plan(reads, generation)
+
+    def combine(self, q, answers, generated, job):
+        """The box: present from its read (tempered); the generated box and the edges' box
+        as the mode asks (hybrid: the one hybrid() picks); the confidence of the box used."""
+        settings = job.profile.vision.box
+        present = tempered(answers[0].probabilities[0], settings["present_temperature"])
+        gen = feature = raw = None
+        if generated is not None:
+            text, tokens, cut, _ = generated
+            raw, feature = (None, None) if cut else read_generation(text, tokens)
+            conv, size = box_geometry.convention(settings["convention"]), _size(job.images)
+            gen = box_geometry.to_fractions(raw, conv, size, box_geometry.resized(conv, size))
+        edges = edge_feature = None
+        if len(answers) > 1:
+            edges, edge_feature = edges_box([a.probabilities for a in answers[1:5]])
+        used = q.mode if q.mode != "hybrid" else hybrid(gen, edges)
+        fractions, feature, raw = ((gen, feature, raw) if used == "generate"
+                                   else (edges, edge_feature, None))
+        return answer(fractions, confidence(feature, settings["confidence"]), present, used,
+                      feature, raw)
+
+    def limit(self, settings, facts):
+        profile = settings.model
+        if profile.vision is None or profile.vision.box is None:
+            return Limit(settings.max_box_questions, (
+                f"box questions need a vision-language model profile with a box convention; "
+                f"this server's profile ({profile.model_name}) has none"))
+        return Limit(settings.max_box_questions, generation_refusal("box", facts.structured))
 
     def labels_ok(self, labels) -> bool:
         return True  # no labels of its own (present uses the noul labels)
@@ -44,6 +98,11 @@ class BoxKind(Kind):
                      ("kwargs", "box"), check) or DEFAULT_MODE
         return {"mode": _mode(q.get("box"), loc + ("box",), check) or mode}
 
+    def check_images(self, count, loc, check):
+        if count != 1:  # a box is drawn on the request's one image
+            check.add(loc, f"a box question is answered on the request's one image; this "
+                      f"request has {count}", "missing" if not count else "too_long")
+
     def listings(self, q, labels, opts):
         """The generation's prompt: no labels to read, the JSON schema constrains the reply."""
         return [(prompt_lines(q, q.convention), (), (), ())]
@@ -55,6 +114,11 @@ class BoxKind(Kind):
                 "confidence": b.confidence, "present": b.present, "found": b.found,
                 "x_box_mode": b.mode, "x_box_logprob": b.logprob,
                 "x_box_raw": list(b.raw) if b.raw is not None else None}
+
+
+def _size(images) -> tuple[int, int]:
+    """The image a box is drawn on (the parser admits box questions with exactly one)."""
+    return images[0].width, images[0].height
 
 
 def _mode(holder, loc, check) -> str | None:

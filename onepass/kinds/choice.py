@@ -6,10 +6,10 @@ own per copy, or one read each), its answer and confidence, and its renderings (
 """
 from __future__ import annotations
 
-from ..api.checks import MAX_OPTIONS, MIN_OPTIONS
 from ..decision import CHOICE, Answer, Option
 from ..errors import InvalidRequest, Problem
-from .base import Kind, described, entries, is_criteria, listed_lines, unknown_fields
+from .base import (MAX_OPTIONS, MIN_OPTIONS, Kind, described, entries, is_criteria,
+                   listed_lines, unknown_fields)
 
 
 def confidence(probs) -> float:

@@ -2,8 +2,8 @@
 token log-probs.
 
 Owns: the number question on /v1/systemone (instructions only, no criteria), its prompt lines,
-the generation's constraint (a regular expression for a plain decimal), reading the generated
-text into a value, its confidence, and its answer.
+its plan (one generation, constrained by a regular expression for a plain decimal; no read),
+its limits and settings, reading the generated text into a value, its confidence, its answer.
 Never: calls vLLM (backend/generation.py does) or decides when a question thinks first.
 /v1/decisions has no numeric question (the OpenAI Decisions contract lists predicate, choice
 and score): the registry lists this kind for /v1/systemone only, and that API says so (400).
@@ -14,7 +14,7 @@ import math
 import re
 
 from ..decision import NUMBER, Answer, Question
-from .base import Kind
+from .base import Generation, Kind, Limit, Plan, generation_refusal
 
 # A plain decimal: an optional minus, an integer of at most 12 digits without leading zeros, an
 # optional fraction of at most 6. Every prefix the grammar lets the model stop at is a whole
@@ -28,7 +28,26 @@ MAX_DIGITS = 40  # a value read from more digits is not a float worth reporting
 class NumberKind(Kind):
     name, systemone, decisions = NUMBER, "number", None
     reads, rereads = False, False  # a generation, not label reads; never read again
+    thinks = "on"  # with reasoning on, it writes its thought first and its number after it
     systemone_keys = frozenset({"type", "instructions"})
+    settings = {
+        "max_number_questions": (int, 8, "ONEPASS_MAX_NUMBER_QUESTIONS",
+                                 "number questions in one request (each costs a generation; "
+                                 "more: 422)"),
+        "number_max_tokens": (int, 24, "ONEPASS_NUMBER_MAX_TOKENS",
+                              "generation tokens per number answer (a number cut by it is null)"),
+    }
+
+    def plan(self, q, job):
+        return Plan(generation=Generation(q, constraint(), job.settings.number_max_tokens))
+
+    def combine(self, q, answers, generated, job):
+        text, tokens, cut, _ = generated
+        return answer(text, tokens, cut, job.profile.calibration.number_confidence)
+
+    def limit(self, settings, facts):
+        return Limit(settings.max_number_questions,
+                     generation_refusal("number", facts.structured))
 
     def labels_ok(self, labels) -> bool:
         return True  # no labels: the answer is generated

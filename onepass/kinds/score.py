@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import math
 
-from ..api.checks import MAX_LEVELS, MIN_LEVELS
 from ..decision import SCORE, Answer, Option
-from .base import Kind, best, described, entries, is_criteria, listed_lines, unknown_fields
+from .base import (MAX_LEVELS, MIN_LEVELS, Kind, best, described, entries, is_criteria,
+                   listed_lines, unknown_fields)
 
 
 def confidence(probs) -> float:

@@ -5,7 +5,8 @@ covers at least one byte; longer ones are estimated from the state counted once,
 exactly only near the budget), choosing the state's parts (state_parts.py) per question by BM25
 against the question and its options, or head and tail, in original order until the prompt
 fits, shortening a question that does not fit even with no state, and the request's read count.
-Never: changes options, their order or keys; cuts instructions while a state is left to cut.
+Never: lays out a prompt or sizes one itself (the question's layout.Frame renders and costs
+it); changes options, their order or keys; cuts instructions while a state is left to cut.
 In: a Decision, the profile, labels, a token counter and the budget. Out: Reads (each question's
 own state) and a Selection per question that was cut.
 """
@@ -16,7 +17,7 @@ from dataclasses import dataclass, replace
 from .bm25 import BM25, terms
 from ..decision import Decision, Option, Question, Read
 from ..errors import PayloadTooLarge
-from .layout import neutral, question_reads, render_state, techniques
+from .layout import Frame, counter, render_state, shown_state, techniques
 from ..profile import STATE_SELECTIONS
 from .state_parts import GAP, render, split
 
@@ -40,43 +41,40 @@ def fit(decision: Decision, profile, labels, count, budget: int) -> tuple[list[R
     """Every question's reads, each within `budget` tokens; `count(texts)` -> token counts.
     Work is bounded by the request's size: the state is measured once for all questions (its
     bytes, then, only if needed, its tokens, parts and BM25 index); a question's prompts are
-    built with the whole state only when they fit, and each distinct text is counted once."""
-    opts = techniques(decision, profile)
-    count, extra = _with_images(_once(count), profile.vision if decision.images else None)
-    whole = Whole(decision, profile, opts, count)
+    built with the whole state only when they fit, and each distinct text is counted once.
+    Each question's frame (layout.Frame) says what a state costs and renders the text kept."""
+    count = counter(_once(count), decision, profile)
+    whole = Whole(decision, profile, count)
     reads, selections = [], []
     for i, q in enumerate(decision.questions):
-        bare = question_reads(decision, profile, labels, i, q, "")
-        longest = max(len(r.prompt.encode()) + extra(r.prompt) for r in bare)
-        if longest + opts.repeat * whole.bytes <= budget:  # a token covers at least a byte
-            reads += question_reads(decision, profile, labels, i, q, whole.text)
+        frame = Frame(decision, profile, labels, i, q, count)
+        if frame.cost_bytes(whole.bytes) <= budget:
+            reads += frame.render(whole.text)
             continue
-        total = max(count([r.prompt for r in bare])) + opts.repeat * whole.tokens
-        slack = SEAM_TOKENS * opts.repeat
+        total, slack = frame.cost(whole.tokens), SEAM_TOKENS * frame.repeat
         if total - slack <= budget:
-            mine = question_reads(decision, profile, labels, i, q, whole.text)
+            mine = frame.render(whole.text)
             if total + slack > budget:  # too close to call from the estimate: count exactly
-                total = max(count([r.prompt for r in mine]))
+                total = frame.longest(mine)
             if total <= budget:
                 reads += mine
                 continue
-        mine, selection = _fit_question(decision, profile, labels, count, budget, i, q, total,
-                                        opts, whole)
+        mine, selection = _fit_question(frame, budget, total, whole)
         selections.append(selection)
         reads += mine
     return reads, selections
 
 
 class Whole:
-    """The request's state, measured once for every question: its rendering and bytes; its
-    tokens (counted as one text); and, once a question must be cut, its parts, their tokens and
-    a BM25 index over them."""
+    """The request's state, measured once for every question: its rendering and bytes as the
+    prompts show it; its tokens (counted as one text); and, once a question must be cut, its
+    parts, their tokens and a BM25 index over them."""
 
-    def __init__(self, decision: Decision, profile, opts, count):
+    def __init__(self, decision: Decision, profile, count):
         self.state, self.count = decision.state, count
-        self.text = render_state(decision.state, opts.compact_json)
-        vision = profile.vision  # the layout writes client text with image tokens neutralised
-        self.shown = neutral(self.text, vision.reserved) if vision else self.text
+        self.compact = techniques(decision, profile).compact_json
+        self.text = render_state(decision.state, self.compact)
+        self.shown = shown_state(self.text, profile)
         self.bytes = len(self.shown.encode())
         if self.bytes > MAX_STATE_BYTES:
             raise PayloadTooLarge(f"the state is {self.bytes} bytes; this server reads states "
@@ -111,42 +109,29 @@ def _once(count):
     return counted
 
 
-def _with_images(count, vision):
-    """(count, extra): each image slot in a prompt costs the profile's tokens per image, not
-    the one token its placeholder text counts as; the images themselves are never cut."""
-    if vision is None:
-        return count, lambda text: 0
-
-    def extra(text: str) -> int:
-        return (vision.tokens_per_image - 1) * text.count(vision.placeholder)
-    return (lambda texts: [n + extra(t) for n, t in zip(count(texts), texts)]), extra
-
-
-def _fit_question(decision, profile, labels, count, budget, i, q, total, opts, whole):
-    def prompts(question, state):
-        return question_reads(decision, profile, labels, i, question, state, total)
-
-    def longest(rs):
-        return max(count([r.prompt for r in rs]))
-    method = opts.state_selection
-    overhead = longest(prompts(q, ""))
+def _fit_question(frame, budget: int, total: int, whole: Whole):
+    """(reads, Selection) for a question too long with the whole state: its state parts kept
+    in ranking order while the prompt fits; a question too long on its own shortened first."""
+    q, method = frame.q, frame.opts.state_selection
+    overhead = frame.longest(frame.bare)
     if overhead > budget:  # even with no state: shorten instructions, then descriptions
-        q = _shorten(q, lambda cand: longest(prompts(cand, "")) <= budget,
-                     QUESTION_CHARS_PER_TOKEN * budget)
+        q = _shorten(q, lambda cand: frame.with_question(cand).longest(
+            frame.with_question(cand).bare) <= budget, QUESTION_CHARS_PER_TOKEN * budget)
         method += "+question_shortened"
-        overhead = longest(prompts(q, ""))
-    room = max(0, (budget - overhead) // opts.repeat)
+        frame = frame.with_question(q)
+        overhead = frame.longest(frame.bare)
+    room = max(0, (budget - overhead) // frame.repeat)
     parts, costs, index = whole.parts()
-    order = _ranking(parts, index, q, opts.state_selection)
+    order = _ranking(parts, index, q, frame.opts.state_selection)
     for _ in range(MAX_ROUNDS):
         kept = _choose(parts, costs, order, room)
-        reads = prompts(q, render(decision.state, parts, kept, opts.compact_json))
-        n = longest(reads)
+        reads = frame.render(render(whole.state, parts, kept, whole.compact), total)
+        n = frame.longest(reads)
         if n <= budget:
-            return reads, Selection(i, n, total, method)
-        room -= max(n - budget, 1) // opts.repeat + 1  # what the estimate missed, and a little
-    reads = prompts(q, GAP)
-    return reads, Selection(i, longest(reads), total, method)
+            return reads, Selection(frame.i, n, total, method)
+        room -= max(n - budget, 1) // frame.repeat + 1  # what the estimate missed, and a little
+    reads = frame.render(GAP, total)
+    return reads, Selection(frame.i, frame.longest(reads), total, method)
 
 
 # -- choosing ----------------------------------------------------------------------------

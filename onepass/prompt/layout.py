@@ -1,10 +1,13 @@
-"""Prompt layout: each question becomes one or more Reads (a chat prompt plus label token ids).
+"""Prompt layout: each question framed as one or more Reads (a chat prompt plus label token ids).
 
-Owns: the prompt wording around the question (each kind's lines come from its unit in kinds/)
-and the prompt techniques chosen by the profile's Layout (guard line,
-question first, repetition, options listed in several rotated orders in one prompt or as one
-read each, compact or indented JSON state), the chat turn wrapping and the label maps.
-Never: checks labels against the tokenizer (probes.py does, once) or touches HTTP.
+Owns: the Frame around a question (the prompt wording around it, each kind's lines from its unit
+in kinds/, the prompt techniques chosen by the profile's Layout: guard line, question first,
+repetition, options listed in several rotated orders in one prompt or as one read each, compact
+or indented JSON state), every size rule of a prompt (what the state costs written `repeat`
+times, each image slot's tokens, neutralising image tokens in client text), the chat turn
+wrapping and the label maps.
+Never: chooses what of a state a prompt keeps (fitting.py does, asking the frame), checks
+labels against the tokenizer (probes.py does, once) or touches HTTP.
 In: a Decision, the profile and the verified LabelSet. Out: Reads, in question order; all the
 Reads of question i carry `question=i`. The question id is never part of a prompt, and each
 prompt depends only on its own question.
@@ -67,39 +70,103 @@ def techniques(decision: Decision, profile: Profile) -> Layout:
 
 
 def layout(decision: Decision, profile: Profile, labels: LabelSet) -> list[Read]:
-    opts = techniques(decision, profile)
-    state = render_state(decision.state, opts.compact_json)
+    """Every question's reads over the whole state (nothing fitted: fitting.py fits)."""
+    state = render_state(decision.state, techniques(decision, profile).compact_json)
     return [read for i, q in enumerate(decision.questions)
-            for read in question_reads(decision, profile, labels, i, q, state)]
+            for read in Frame(decision, profile, labels, i, q).render(state)]
 
 
-def question_reads(decision: Decision, profile: Profile, labels: LabelSet, i: int, q: Question,
-                   state: str, whole_tokens: int = 0) -> list[Read]:
-    """The reads of question i over the rendered state text (all of it, or what fitting kept)."""
-    opts = techniques(decision, profile)
-    system = profile.system_prompt.replace("{guard}", GUARD if opts.guard_line else "")
-    shown, vision = "", profile.vision
-    if vision is not None:  # client text never carries the model's image tokens as such
-        state = neutral(state, vision.reserved)
-        shown = "".join(f"[image {n}] {vision.placeholder}\n"
-                        for n in range(1, len(decision.images) + 1))
-    reads = []
-    for lines, pairs, option_of_label, order_of_label in kinds.get(q.kind).listings(
-            q, labels, opts):
-        if vision is not None:
-            lines = [neutral(line, vision.reserved) for line in lines]
-        user = _user(shown + state, lines, opts)
-        chat = (system, user) if decision.images else ()
-        prompt = wrap_chat(profile, system, user, bool(q.assistant)) + q.assistant  # thought
-        head = 0 if opts.question_first else (_user_start(profile, system)
-                                              + len(_record(shown + state)))
-        reads.append(Read(prompt=prompt, head_chars=head,
-                          label_token_ids=tuple(tid for _, tid in pairs),
-                          option_of_label=option_of_label, order_of_label=order_of_label,
-                          question=i, attention_mode=decision.attention_mode,
-                          whole_tokens=whole_tokens, chat=chat, assistant=q.assistant,
-                          images=tuple(decision.images) * opts.repeat if chat else ()))
-    return reads
+def shown_state(text: str, profile: Profile) -> str:
+    """The state text as every prompt shows it: client text never carries the model's image
+    tokens as such (neutral)."""
+    return neutral(text, profile.vision.reserved) if profile.vision is not None else text
+
+
+def slot_extra(decision: Decision, profile: Profile):
+    """text -> the tokens its image slots take beyond the one their placeholder text counts as
+    (each image costs the profile's tokens per image; the images themselves are never cut)."""
+    vision = profile.vision if decision.images else None
+    if vision is None:
+        return lambda text: 0
+    return lambda text: (vision.tokens_per_image - 1) * text.count(vision.placeholder)
+
+
+def counter(count, decision: Decision, profile: Profile):
+    """count(texts) -> tokens, with each image slot at its cost (slot_extra)."""
+    if profile.vision is None or not decision.images:
+        return count
+    extra = slot_extra(decision, profile)
+    return lambda texts: [n + extra(t) for n, t in zip(count(texts), texts)]
+
+
+class Frame:
+    """Question i's prompts around a state text, with everything but the state fixed: the
+    system turn, the image slots, its kind's listings, the techniques (repeat, question first),
+    neutralising. Fitting only chooses the state text: it asks the frame what a state costs
+    (`cost`, `cost_bytes`) and has it `render` the text it chose. `count` (from counter())
+    is needed for costs, not for render."""
+
+    def __init__(self, decision: Decision, profile: Profile, labels: LabelSet, i: int,
+                 q: Question, count=None):
+        self.decision, self.profile, self.labels, self.i, self.q = decision, profile, labels, i, q
+        self.opts = techniques(decision, profile)
+        self.repeat, self.count = self.opts.repeat, count
+        self.system = profile.system_prompt.replace("{guard}",
+                                                    GUARD if self.opts.guard_line else "")
+        vision = profile.vision
+        self.shown = "".join(f"[image {n}] {vision.placeholder}\n"
+                             for n in range(1, len(decision.images) + 1)) if vision else ""
+        self._bare = None
+
+    def with_question(self, q: Question) -> "Frame":
+        """The same frame around another form of the question (shortened to fit)."""
+        return Frame(self.decision, self.profile, self.labels, self.i, q, self.count)
+
+    def render(self, state_text: str, whole_tokens: int = 0) -> list[Read]:
+        """The question's reads over `state_text` (all of the state, or what fitting kept);
+        `whole_tokens`: the uncut prompt's tokens when the state was cut (else 0)."""
+        decision, profile, opts, q = self.decision, self.profile, self.opts, self.q
+        state, vision = shown_state(state_text, profile), profile.vision
+        reads = []
+        for lines, pairs, option_of_label, order_of_label in kinds.get(q.kind).listings(
+                q, self.labels, opts):
+            if vision is not None:
+                lines = [neutral(line, vision.reserved) for line in lines]
+            user = _user(self.shown + state, lines, opts)
+            chat = (self.system, user) if decision.images else ()
+            prompt = wrap_chat(profile, self.system, user, bool(q.assistant)) + q.assistant
+            head = 0 if opts.question_first else (_user_start(profile, self.system)
+                                                  + len(_record(self.shown + state)))
+            reads.append(Read(prompt=prompt, head_chars=head,
+                              label_token_ids=tuple(tid for _, tid in pairs),
+                              option_of_label=option_of_label, order_of_label=order_of_label,
+                              question=self.i, attention_mode=decision.attention_mode,
+                              whole_tokens=whole_tokens, chat=chat, assistant=q.assistant,
+                              images=tuple(decision.images) * opts.repeat if chat else ()))
+        return reads
+
+    def longest(self, reads: list[Read]) -> int:
+        """The longest of the reads, in tokens (image slots at their cost)."""
+        return max(self.count([r.prompt for r in reads]))
+
+    def cost_bytes(self, state_bytes: int) -> int:
+        """An upper bound of the longest prompt's tokens for a state of `state_bytes` UTF-8
+        bytes (as shown): a token covers at least one byte."""
+        extra = slot_extra(self.decision, self.profile)
+        return (max(len(r.prompt.encode()) + extra(r.prompt) for r in self.bare)
+                + self.repeat * state_bytes)
+
+    def cost(self, state_tokens: int) -> int:
+        """The longest prompt's tokens estimated for a state of `state_tokens` tokens (its
+        copies counted once each; the seams where it meets the prompt may merge a few)."""
+        return self.longest(self.bare) + self.repeat * state_tokens
+
+    @property
+    def bare(self) -> list[Read]:
+        """The reads with no state: everything the frame adds around it."""
+        if self._bare is None:
+            self._bare = self.render("")
+        return self._bare
 
 
 def _user_start(profile: Profile, system: str) -> int:

@@ -265,7 +265,7 @@ def test_serve_sh_sigterm_drains_then_stops(tmp_path):
     in flight get 200, later ones 503 or a refused connection, none lost), then vLLM stops,
     and serve.sh exits 0 with no process left."""
     from tools.wait_ready import alive
-    own = serve_stack(tmp_path)
+    own = serve_stack(tmp_path, {"ONEPASS_DTYPE": "auto"})  # the dtype that ships
     load = Load(own.url, 4)
     time.sleep(4)
     own.proc.send_signal(signal.SIGTERM)

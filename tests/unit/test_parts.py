@@ -1,7 +1,8 @@
-"""Stdlib-only tests of box and number questions on the decision path (onepass/parts.py) and the pure pieces
-it folds with: the split into reads (present in place, edges after), folding the parts into one
-answer (present temperature, convention, confidence, hybrid choice, counts), the edges' box,
-the processor's resize for pixel conventions. No vLLM: the reads' answers and generations are
+"""Stdlib-only tests of the generic planner (onepass/parts.py) with the kinds that plan more than
+one read of themselves (box) and the pure pieces box combines with: the split into reads (each
+question's first read in place, further reads after), folding the parts into one answer through
+the kind's combine (present temperature, convention, confidence, hybrid choice, counts), the
+edges' box, the processor's resize for pixel conventions. No vLLM: the reads' answers and generations are
 given; what vLLM returns is tested live (tests/live/test_box_live.py).
 Run: python3 -S -m unittest tests.unit.test_parts
 """
@@ -13,14 +14,18 @@ from onepass import parts
 from onepass.decision import BOX, NOUL, SCORE, Answer, Decision, Option, Outcome, Question
 from onepass.images.formats import Image
 from onepass.kinds import box, box_geometry
+from onepass.kinds.base import Job
 from onepass.kinds.box_geometry import convention
 from onepass.prompt.fitting import Selection
+from onepass.prompt.layout import LabelSet
 
 SETTINGS = {"convention": {"units": "grid", "order": "xyxy", "scale": 1000},
             "confidence": {"a": 2.0, "b": 1.0}, "present_temperature": 2.0}
 IMAGE = Image(b"", "png", 640, 480)
 PROFILE = types.SimpleNamespace(vision=types.SimpleNamespace(box=SETTINGS),
                                 calibration=types.SimpleNamespace(number_confidence=None))
+JOB = Job((IMAGE,), PROFILE, types.SimpleNamespace(box_max_tokens=48, number_max_tokens=24),
+          LabelSet(score=tuple((str(k), k) for k in range(10))))
 
 
 def decision(*modes):
@@ -46,15 +51,17 @@ def outcome(answers, **counts):
 
 class TestSplit(unittest.TestCase):
     def test_present_in_place_edges_after(self):
-        """boxes.split: each box's place holds its present noul; edges and hybrid append four
-        score questions over the bands; generate appends none; internal names the parts."""
+        """parts.split: each box's place holds its present noul; edges and hybrid append four
+        score questions over the bands; generate appends none and plans a generation;
+        internal names the parts."""
         d = decision("generate", "edges", "hybrid")
-        s = parts.split(d, 10)
+        s = parts.split(d, JOB)
         kinds = [q.kind for q in s.reads.questions]
         self.assertEqual(kinds, [NOUL] * 4 + [SCORE] * 8)
-        self.assertEqual(s.boxes, ((1, None), (2, 4), (3, 8)))
-        self.assertEqual((s.own, s.position, s.numbers), (4, (0, 1, 2, 3), ()))
-        self.assertEqual(parts.internal(s), {1, 2, 3} | set(range(4, 12)))
+        self.assertEqual(s.parts, ((), (), (4, 5, 6, 7), (8, 9, 10, 11)))
+        self.assertEqual((s.own, s.position), (4, (0, 1, 2, 3)))
+        self.assertEqual([p.generation is not None for p in s.plans], [False, True, False, True])
+        self.assertEqual(parts.internal(d, s), {1, 2, 3} | set(range(4, 12)))
         self.assertIn("thing edges", s.reads.questions[2].instructions)
         self.assertIn("left edge of thing edges", s.reads.questions[4].instructions)
         self.assertEqual([len(q.options) for q in s.reads.questions[4:]], [10] * 8)
@@ -63,15 +70,15 @@ class TestSplit(unittest.TestCase):
 
 class TestFold(unittest.TestCase):
     def test_generate(self):
-        """boxes.fold: the generated box in fractions, its calibrated confidence from the digit
+        """parts.fold: the generated box in fractions, its calibrated confidence from the digit
         tokens' mean log-prob, present through the present temperature, the generation's
         prompt and output tokens counted."""
         d = decision("generate")
-        s = parts.split(d, 10)
+        s = parts.split(d, JOB)
         tokens = [('{"box": [', 0.0), ("250", -0.5), (", ", 0.0), ("125", -0.5), (", ", 0.0),
                   ("750", -0.5), (", ", 0.0), ("625", -0.5), ("]}", 0.0)]
         gen = {1: ('{"box": [250, 125, 750, 625]}', tokens, False, 70)}
-        out = parts.fold(d, s, outcome([noul(0.9), noul(0.8)]), gen, PROFILE)
+        out = parts.fold(d, s, outcome([noul(0.9), noul(0.8)]), gen, JOB)
         b = out.answers[1].box
         self.assertEqual((b.left, b.top, b.right, b.bottom), (0.25, 0.125, 0.75, 0.625))
         self.assertEqual((b.found, b.mode, b.logprob), (True, "generate", -0.5))
@@ -81,30 +88,30 @@ class TestFold(unittest.TestCase):
         self.assertEqual((out.num_input_tokens, out.output_tokens), (170, len(tokens)))
 
     def test_not_found(self):
-        """boxes.fold: null, a cut generation, or a box outside the image: not found, the whole
+        """parts.fold: null, a cut generation, or a box outside the image: not found, the whole
         image at confidence 0, present still answered."""
         d = decision("generate")
-        s = parts.split(d, 10)
+        s = parts.split(d, JOB)
         for text, cut in (('{"box": null}', False), ('{"box": [1, 2', True),
                           ('{"box": [500, 500, 500, 900]}', False)):
             out = parts.fold(d, s, outcome([noul(0.9), noul(0.3)]),
-                             {1: (text, [("1", -0.1)], cut, 10)}, PROFILE)
+                             {1: (text, [("1", -0.1)], cut, 10)}, JOB)
             b = out.answers[1].box
             self.assertEqual((b.found, b.confidence, b.logprob), (False, 0.0, None), text)
             self.assertEqual((b.left, b.top, b.right, b.bottom), box_geometry.WHOLE)
             self.assertLess(b.present, 0.5)
 
     def test_edges_and_hybrid(self):
-        """boxes.fold: edges puts each edge at its expected band's centre; hybrid answers the
+        """parts.fold: edges puts each edge at its expected band's centre; hybrid answers the
         tighter of two agreeing boxes, the generated one when they disagree; selections of the
         internal questions are dropped."""
         d = decision("edges", "hybrid")
-        s = parts.split(d, 10)
+        s = parts.split(d, JOB)
         edge_answers = [level(2), level(1), level(7), level(6)]  # 0.25, 0.15, 0.75, 0.65
         gen_agree = ('{"box": [200, 100, 800, 700]}', [("200", -0.1)], False, 5)
         reads = outcome([noul(0.5), noul(0.6), noul(0.6)] + edge_answers * 2,
                         selections=(types_sel(0), types_sel(1), types_sel(5)))
-        out = parts.fold(d, s, reads, {2: gen_agree}, PROFILE)
+        out = parts.fold(d, s, reads, {2: gen_agree}, JOB)
         e, h = out.answers[1].box, out.answers[2].box
         self.assertEqual(e.mode, "edges")
         for got, want in zip((e.left, e.top, e.right, e.bottom), (0.25, 0.15, 0.75, 0.65)):
@@ -113,10 +120,10 @@ class TestFold(unittest.TestCase):
         self.assertEqual(h.mode, "edges")  # agrees (IoU 0.69) and is smaller
         self.assertEqual([sel.question for sel in out.selections], [0, 1])
         disagree = ('{"box": [0, 0, 100, 100]}', [("100", -0.1)], False, 5)
-        h = parts.fold(d, s, reads, {2: disagree}, PROFILE).answers[2].box
+        h = parts.fold(d, s, reads, {2: disagree}, JOB).answers[2].box
         self.assertEqual((h.mode, h.right), ("generate", 0.1))
         null = ('{"box": null}', [], False, 5)
-        self.assertEqual(parts.fold(d, s, reads, {2: null}, PROFILE).answers[2].box.mode,
+        self.assertEqual(parts.fold(d, s, reads, {2: null}, JOB).answers[2].box.mode,
                          "edges")
 
 

@@ -8,13 +8,14 @@ import unittest
 from dataclasses import replace
 
 from onepass import reasoning
+from onepass import kinds
 from onepass.api import Limits, decisions, systemone
 from onepass.api.checks import Checker
 from onepass.decision import BOX, CHOICE, NOUL, NUMBER, SCORE
 from onepass.profile import load_profile
 from test_shim import ROOT
 
-LIMITS = Limits(max_choice_options=255, max_questions=400, box_refusal=None)
+LIMITS = Limits(max_choice_options=255, max_questions=400)
 Q = {"r": {"type": "noul", "instructions": "Refund?"}}
 
 
@@ -59,8 +60,8 @@ class TestPolicy(unittest.TestCase):
     def test_the_gate(self):
         """thinkers: off none; on every noul/choice/score/number; auto the read kinds under tau;
         boxes never."""
-        tops = [(NOUL, 0.95), (CHOICE, 0.5), (SCORE, 0.79), (NUMBER, None), (BOX, None),
-                (CHOICE, 0.8)]
+        tops = [(kinds.get(k).thinks, top) for k, top in (
+            (NOUL, 0.95), (CHOICE, 0.5), (SCORE, 0.79), (NUMBER, None), (BOX, None), (CHOICE, 0.8))]
         self.assertEqual(reasoning.thinkers("off", tops, 0.8), [])
         self.assertEqual(reasoning.thinkers("on", tops, 0.8), [0, 1, 2, 3, 5])
         self.assertEqual(reasoning.thinkers("auto", tops, 0.8), [1, 2])

@@ -7,8 +7,11 @@ Run: python3 -S -m unittest tests.unit.test_think
 import types
 import unittest
 from concurrent.futures import Future
+from unittest import mock
 
-from onepass import parts, think
+from onepass import answering, parts, think
+from onepass.kinds.base import Job
+from onepass.prompt import fitting
 from onepass.decision import NOUL, NUMBER, Answer, Decision, Option, Outcome, Question
 from onepass.reasoning import Ask
 from test_shim import LABELS, PROFILE
@@ -16,25 +19,38 @@ from test_shim import LABELS, PROFILE
 YES = (Option("true", None), Option("false", None))
 
 
-class Pipe:
-    """What think.step uses of a Pipeline: the profile, labels, engine, context and reads."""
+class Reader:
+    """What think.step uses of the reader: the profile, fitting and generations; the re-read
+    after the thoughts (answering.answer) is recorded and answered by `answer`."""
 
     def __init__(self):
-        self.profile, self.labels, self.max_len = PROFILE, LABELS, 4096
+        self.profile, self.labels = PROFILE, LABELS
         self.sent, self.reread = [], []
-        self.engine = types.SimpleNamespace(count=lambda texts: [len(t) // 4 for t in texts],
-                                            submit=self.submit)
 
-    def submit(self, fn, engine, read, structured, cap, stop, deadline):
+    def fit(self, decision, reserve=1, budget=None):
+        return fitting.fit(decision, PROFILE, LABELS, lambda texts: [len(t) // 4 for t in texts],
+                           4096 - reserve)
+
+    def generate(self, read, structured, cap, stop=(), deadline=None):
         self.sent.append((read, structured, cap, stop, deadline))
         done = Future()
         done.set_result((f"thought {len(self.sent)}", [("t", -0.1)] * 3, False, 40))
         return done
 
-    def answer_reads(self, decision, fixed=frozenset()):
+    def answer(self, reader, decision, fixed=frozenset(), budget=None):
         self.reread.append((decision, fixed))
         return Outcome(tuple(Answer(NOUL, (0.1, 0.9), 0.0, 0.1, 1) for _ in decision.questions),
                        7, "causal", num_cached_tokens=2)
+
+
+def step(reader, d, s, first):
+    with mock.patch.object(answering, "answer", reader.answer):
+        return think.step(reader, d, s, first)
+
+
+def split(d):
+    return parts.split(d, Job(d.images, PROFILE, types.SimpleNamespace(number_max_tokens=24),
+                              LABELS))
 
 
 class TestThink(unittest.TestCase):
@@ -44,11 +60,11 @@ class TestThink(unittest.TestCase):
         block, and answered 0.5 x first + 0.5 x after; counts add the thought and re-read."""
         d = Decision("m", "state", (Question(NOUL, "Sure?", YES), Question(NOUL, "Unsure?", YES),
                                     Question(NUMBER, "How many?", ())), reasoning=Ask("auto"))
-        s = parts.split(d, 10)
+        s = split(d)
         first = Outcome((Answer(NOUL, (0.95, 0.05), 0.0, 0.95, 0),
                          Answer(NOUL, (0.6, 0.4), 0.0, 0.6, 0)), 100, "causal")
-        pipe = Pipe()
-        out, starts, spent = think.step(pipe, d, s, first)
+        pipe = Reader()
+        out, starts, spent = step(pipe, d, s, first)
         settings = PROFILE.reasoning
         self.assertEqual(list(starts), [1])
         self.assertEqual(starts[1], settings.open + "thought 1" + settings.close)
@@ -69,10 +85,10 @@ class TestThink(unittest.TestCase):
         thought, from `starts`); a budget_ms sets a deadline on every thought."""
         d = Decision("m", "state", (Question(NOUL, "Sure?", YES), Question(NUMBER, "How many?", ())),
                      reasoning=Ask("on", budget_ms=500, trace=True))
-        s = parts.split(d, 10)
+        s = split(d)
         first = Outcome((Answer(NOUL, (0.95, 0.05), 0.0, 0.95, 0),), 50, "causal")
-        pipe = Pipe()
-        out, starts, spent = think.step(pipe, d, s, first)
+        pipe = Reader()
+        out, starts, spent = step(pipe, d, s, first)
         self.assertEqual(sorted(starts), [0, 1])
         self.assertTrue(all(deadline is not None for *_, deadline in pipe.sent))
         self.assertIn("How many?", pipe.sent[1][0].prompt)
@@ -84,8 +100,8 @@ class TestThink(unittest.TestCase):
         """No thinker: the outcome comes back as it was, nothing sent."""
         d = Decision("m", "s", (Question(NOUL, "Sure?", YES),), reasoning=Ask("auto"))
         first = Outcome((Answer(NOUL, (0.99, 0.01), 0.0, 0.99, 0),), 50, "causal")
-        pipe = Pipe()
-        out, starts, spent = think.step(pipe, d, parts.split(d, 10), first)
+        pipe = Reader()
+        out, starts, spent = step(pipe, d, split(d), first)
         self.assertEqual((out, starts, pipe.sent, spent.cap), (first, {}, [], 0))
 
 

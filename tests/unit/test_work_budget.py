@@ -10,6 +10,10 @@ from dataclasses import replace
 
 from onepass import config, parts, work
 from onepass.backend.engine import MAX_LOGPROB_TOKEN_IDS
+from onepass.backend.probes import Facts
+from onepass.images.formats import Image
+from onepass.kinds.base import Job
+from onepass.profile import Vision
 from onepass.decision import BOX, CHOICE, NOUL, NUMBER, Decision, Option, Question, ReadResult
 from onepass.errors import InvalidRequest
 from onepass.prompt.layout import LabelSet
@@ -28,7 +32,7 @@ class CountingEngine:
     generations (each submit one); answers are constants (never read for content)."""
 
     def __init__(self):
-        self.reads, self.generations = 0, 0
+        self.reads, self.generations, self.two_way_budget = 0, 0, None
 
     def count(self, texts):
         return [len(t.encode()) // 4 for t in texts]
@@ -48,11 +52,16 @@ class CountingEngine:
         return self.reads + self.generations
 
 
-def pipeline(max_reads: int) -> Pipeline:
+def pipeline(max_reads: int, labels=LABELS) -> Pipeline:
     settings = config.load(["--port", "0", "--max-reads", str(max_reads)], environ={})
-    pipe = Pipeline(settings, CountingEngine(), None)
-    pipe.profile, pipe.labels, pipe.max_len, pipe.structured = PROFILE, LABELS, 100_000, ""
+    pipe = Pipeline(settings, CountingEngine(), None, Facts(labels, 100_000, False, ""))
+    pipe.profile = pipe.reader.profile = PROFILE
     return pipe
+
+
+def split(decision: Decision, labels=LABELS) -> parts.Split:
+    settings = config.load(["--port", "0"], environ={})
+    return parts.split(decision, Job(decision.images, PROFILE, settings, labels))
 
 
 def choices(n: int, reasoning=None, layout=AS_READS) -> Decision:
@@ -89,8 +98,8 @@ class TestWorkBudget(unittest.TestCase):
         numbers = tuple(Question(NUMBER, f"n{i}?", ()) for i in range(3))
         decision = Decision("m", "ticket", numbers + (Question(NOUL, "y?", YES),),
                             reasoning=Ask("on"))
-        self.assertEqual(work.plan(decision, parts.split(decision, 10).reads, PROFILE, LABELS),
-                         work.Plan(reads=1, thoughts=4, rereads=1, generations=3))
+        self.assertEqual(work.plan(decision, split(decision), PROFILE, LABELS),
+                         work.Calls(reads=1, thoughts=4, rereads=1, generations=3))
         pipe = pipeline(8)
         with self.assertRaises(InvalidRequest):
             pipe.answer(decision)
@@ -101,10 +110,14 @@ class TestWorkBudget(unittest.TestCase):
 
     def test_box_presents_edges_and_generations_count(self):
         box = Question(BOX, "the red circle", (), mode="hybrid")
-        decision = Decision("m", "s", (box, Question(NOUL, "y?", YES)))
-        reads = parts.split(decision, 10).reads
-        self.assertEqual(work.plan(decision, reads, PROFILE, LABELS),
-                         work.Plan(reads=1 + 4 + 1, thoughts=0, rereads=0, generations=1))
+        decision = Decision("m", "s", (box, Question(NOUL, "y?", YES)),
+                            images=(Image(b"", "png", 64, 48),))
+        vision = replace(PROFILE, vision=Vision("<image>", ("<image>",), 64, box={
+            "convention": {"units": "grid", "order": "xyxy", "scale": 1000},
+            "confidence": {"a": 1.0, "b": 0.0}, "present_temperature": 1.0}))
+        job = Job(decision.images, vision, config.load(["--port", "0"], environ={}), LABELS)
+        self.assertEqual(work.plan(decision, parts.split(decision, job), PROFILE, LABELS),
+                         work.Calls(reads=1 + 4 + 1, thoughts=0, rereads=0, generations=1))
 
     def test_a_read_of_more_labels_than_one_call_returns_counts_each_slice(self):
         """vLLM returns at most 128 label ids per call: a choice of 200 options is read in two
@@ -113,15 +126,13 @@ class TestWorkBudget(unittest.TestCase):
                         choice=tuple((f"L{i}", 1000 + i) for i in range(255)))
         options = tuple(Option(f"o{i}", None) for i in range(200))
         decision = Decision("m", "s", (Question(CHOICE, "which?", options),))
-        self.assertEqual(work.plan(decision, decision, PROFILE, many),
-                         work.Plan(reads=2, thoughts=0, rereads=0, generations=0))
-        pipe = pipeline(1)
-        pipe.labels = many
+        self.assertEqual(work.plan(decision, split(decision, many), PROFILE, many),
+                         work.Calls(reads=2, thoughts=0, rereads=0, generations=0))
+        pipe = pipeline(1, many)
         with self.assertRaises(InvalidRequest):
             pipe.answer(decision)
         self.assertEqual(pipe.engine.calls, 0)
-        pipe = pipeline(2)
-        pipe.labels = many
+        pipe = pipeline(2, many)
         pipe.answer(decision)
         self.assertEqual(pipe.engine.calls, 2)
 

@@ -10,7 +10,7 @@ from dataclasses import replace
 
 from onepass import config, profile, readout
 from onepass.api import decisions, systemone
-from onepass.edge import transport
+from onepass import body as transport
 from onepass.images import inputs as image_inputs
 from onepass.prompt import fitting, layout
 from onepass.config import ConfigError, load_profile

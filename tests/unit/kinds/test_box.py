@@ -12,18 +12,18 @@ from dataclasses import replace
 
 from onepass.api import Limits, decisions, systemone
 from onepass.backend.warmup import png
-from onepass.decision import Question
+from onepass.decision import BOX, Question
 from onepass.errors import InvalidRequest
 from onepass.kinds import box, box_geometry
+from onepass.kinds.base import Limit
 from onepass.kinds.box_geometry import Convention, convention, to_fractions
-from onepass.pipeline import Pipeline
 from onepass.profile import load_profile
 from test_shim import ROOT
 
 # The known box, exact in binary so equality is exact: left, top, right, bottom.
 KNOWN = (0.25, 0.125, 0.75, 0.625)
 ORIGINAL, RESIZED = (640, 480), (300, 200)  # the resize stretches: the aspect changes
-SERVED = Limits(max_choice_options=255, max_questions=400, max_box_questions=2, box_refusal=None)
+SERVED = Limits(max_choice_options=255, max_questions=400, kinds={BOX: Limit(most=2)})
 IMAGE = "data:image/png;base64," + base64.b64encode(png(4, 3, (200, 30, 30))).decode()
 
 
@@ -189,7 +189,7 @@ class TestSystemOne(unittest.TestCase):
 
     def test_refused_where_not_served(self):
         """systemone: a server that refuses boxes says why at the question's type, 422."""
-        limits = replace(SERVED, box_refusal="no boxes on a text model")
+        limits = replace(SERVED, kinds={BOX: Limit(2, "no boxes on a text model")})
         locs, found = problems(body(self.FIND, {"type": "noul", "instructions": "x"}), limits)
         self.assertEqual(locs, [(("questions", "q0", "type"), "union_tag_invalid")])
         self.assertEqual(found[0].msg, "no boxes on a text model")
@@ -209,18 +209,19 @@ class TestSystemOne(unittest.TestCase):
 
 class TestServerRefusal(unittest.TestCase):
     def test_text_only_and_no_structured_outputs(self):
-        """pipeline: a text-only profile refuses boxes for its model; a vision profile with a
+        """box.limit: a text-only profile refuses boxes for its model; a vision profile with a
         convention refuses them until the start-up probe found structured outputs, and then
         with the probe's reason."""
         path = str(ROOT / "serve_config.json")
         reasons = {}
         for name in ("smollm2-135m", "idefics3-tiny"):
-            profile = load_profile(path, name)[1]
-            pipe = Pipeline(types.SimpleNamespace(model=profile), None, None)
-            pipe.structured = "the generation gave 'hello'"
-            reasons[name] = pipe.box_refusal()
-            pipe.structured = ""
-            self.assertEqual(pipe.box_refusal() is None, name == "idefics3-tiny")
+            settings = types.SimpleNamespace(model=load_profile(path, name)[1],
+                                             max_box_questions=4)
+            failed = types.SimpleNamespace(structured="the generation gave 'hello'")
+            reasons[name] = box.KIND.limit(settings, failed).refusal
+            passed = box.KIND.limit(settings, types.SimpleNamespace(structured=""))
+            self.assertEqual(passed.refusal is None, name == "idefics3-tiny")
+            self.assertEqual(passed.most, 4)
         self.assertIn("vision-language", reasons["smollm2-135m"])
         self.assertIn("structured outputs", reasons["idefics3-tiny"])
         self.assertIn("the generation gave 'hello'", reasons["idefics3-tiny"])

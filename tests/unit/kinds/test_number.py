@@ -9,15 +9,17 @@ import unittest
 
 from onepass import parts
 from onepass.api import Limits, decisions, systemone
-from onepass.decision import NOUL, NUMBER, Answer, Decision, Option, Outcome, Question
+from onepass.decision import BOX, NOUL, NUMBER, Answer, Decision, Option, Outcome, Question
 from onepass.errors import InvalidRequest
 from onepass.kinds import number
+from onepass.kinds.base import Job, Limit
 from onepass.prompt.fitting import Selection
 
-SERVED = Limits(max_choice_options=255, max_questions=400, max_number_questions=2,
-                box_refusal=None)
+SERVED = Limits(max_choice_options=255, max_questions=400,
+                kinds={NUMBER: Limit(most=2), BOX: Limit(most=4)})
 PROFILE = types.SimpleNamespace(calibration=types.SimpleNamespace(number_confidence=None),
                                 vision=None)
+JOB = Job((), PROFILE, types.SimpleNamespace(number_max_tokens=24), None)
 
 
 class TestNumber(unittest.TestCase):
@@ -86,13 +88,15 @@ class TestNumbersInParts(unittest.TestCase):
         yes = (Option("true", None), Option("false", None))
         d = Decision("m", "s", (Question(NOUL, "A?", yes), Question(NUMBER, "How many?", ()),
                                 Question(NOUL, "B?", yes)))
-        s = parts.split(d, 10)
-        self.assertEqual((s.position, s.numbers, s.own), ((0, None, 1), (1,), 2))
+        s = parts.split(d, JOB)
+        self.assertEqual((s.position, s.own), ((0, None, 1), 2))
+        self.assertEqual([p.generation is not None for p in s.plans], [False, True, False])
+        self.assertEqual(s.plans[1].generation.structured, number.constraint())
         self.assertEqual([q.instructions for q in s.reads.questions], ["A?", "B?"])
         first = Answer(NOUL, (0.7, 0.3), 0.0, 0.7, 0)
         second = Answer(NOUL, (0.2, 0.8), 0.0, 0.2, 1)
         reads = Outcome((first, second), 50, "causal", selections=(Selection(1, 5, 9, "bm25"),))
-        out = parts.fold(d, s, reads, {1: ("12", [("12", -0.1), ("", 0.0)], False, 30)}, PROFILE)
+        out = parts.fold(d, s, reads, {1: ("12", [("12", -0.1), ("", 0.0)], False, 30)}, JOB)
         self.assertEqual(out.answers[0], first)
         self.assertEqual(out.answers[2], second)
         self.assertEqual((out.answers[1].number, out.answers[1].text), (12.0, "12"))

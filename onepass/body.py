@@ -1,4 +1,5 @@
-"""Transport: a request body (framing.py read it off the socket) decoded and parsed as JSON.
+"""A request body (edge/framing.py read it off the socket) decoded and parsed as JSON: the first
+thing Service.handle does with it, before the adapter reads any field.
 
 Owns: Content-Encoding (gzip, deflate, zstd; whole streams only) with a cap on the decoded size,
 Content-Type checks, strict JSON parsing (no NaN, no number beyond a float, no lone surrogate,
@@ -12,7 +13,7 @@ import json
 import re
 import zlib
 
-from ..errors import InvalidRequest, PayloadTooLarge, Problem, UnsupportedMediaType
+from .errors import InvalidRequest, PayloadTooLarge, Problem, UnsupportedMediaType
 
 try:  # Python 3.14+
     from compression import zstd as _zstd
@@ -172,3 +173,9 @@ def _depth_over(value, limit: int) -> bool:
             return True
         stack.extend((c, depth + 1) for c in children if isinstance(c, (dict, list)))
     return False
+
+
+def read(raw: bytes, headers, max_decoded_bytes: int) -> tuple:
+    """(JSON value, multipart files): the body decoded and parsed, before any API field."""
+    return parse(decode(raw, headers.get("Content-Encoding", ""), max_decoded_bytes),
+                 headers.get("Content-Type", ""))
