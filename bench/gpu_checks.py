@@ -21,7 +21,7 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests" / "live"))
+sys.path.insert(0, str(ROOT))  # tests/support/hf_reference.py
 LABELS = list(range(100, 132))
 PROMPTS = [list(range(1000 + 7 * i, 1000 + 7 * i + 60 + 25 * i)) for i in range(4)]
 BUDGET = 512
@@ -81,7 +81,7 @@ def stop(proc):
 
 
 def checks_for(url, stock_reads, model, results, tag):
-    import hf_reference
+    from tests.support import hf_reference
     for i, prompt in enumerate(PROMPTS):
         plain = logprobs(read(url, prompt)[1])
         if stock_reads is not None:

@@ -8,9 +8,11 @@ Usage: python bench/load.py URL [--clients 64] [--minutes 10] [--seed 14] [--shi
   [--mix text|images]
 --mix images (a vision profile) sends image-heavy requests: 4 PNGs of 512 KB each, layout.repeat
 4 and 24 questions, beside the invalid and oversized ones; the shim's RSS is sampled every
-0.2 s and its peak (the kernel's high-water mark, VmHWM) reported. Against fake_engine.py (no vLLM):
-  python3 -c 'import fake_engine, time; e = fake_engine.FakeEngine(profile="idefics3-tiny");
-  print(e.url); time.sleep(1e6)' &   # then: python3 -I -S shim.py --profile idefics3-tiny
+0.2 s and its peak (the kernel's high-water mark, VmHWM) reported. Against
+tests/support/fake_engine.py (no vLLM), from the checkout's root:
+  python3 -c 'from tests.support import fake_engine; import time;
+  e = fake_engine.FakeEngine(profile="idefics3-tiny"); print(e.url); time.sleep(1e6)' &
+  # then: python3 -I -S shim.py --profile idefics3-tiny
   --vllm <that url>, and bench/load.py http://127.0.0.1:8741 --mix images
 Standard library only; the seed fixes each client's sequence of requests.
 """
@@ -29,7 +31,7 @@ import zlib
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from edge_client import Incomplete, read_response, request  # noqa: E402
+from tests.support.edge_client import Incomplete, read_response, request  # noqa: E402
 
 STATE = ("I was charged twice for order {n}. The first charge was on the 3rd, the second on "
          "the 5th. Please refund one of them; I have been a customer for {y} years.")

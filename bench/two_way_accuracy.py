@@ -2,8 +2,8 @@
 
 Usage: .venv/bin/python bench/two_way_accuracy.py
 Starts vLLM CPU with the plugin for the embedded SmolLM2 (fp32, then bf16) and for the tiny random-weight
-Qwen3-Next hybrid (bf16; tools/build_hybrid.py), reads tests/live/engine_calls.py's prompts and labels
-one-way and two-way, and compares with tests/live/hf_reference.py (the same token ids; two-way = an
+Qwen3-Next hybrid (bf16; tools/build_hybrid.py), reads tests/support/engine_calls.py's prompts and labels
+one-way and two-way, and compares with tests/support/hf_reference.py (the same token ids; two-way = an
 all-zero additive mask, the hybrid's GDN layers causal). Prints, per model, the largest label
 log-prob differences in nats.
 """
@@ -12,10 +12,12 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT / "tests" / "live"), str(ROOT)]  # the live suite's helpers, conftest
-import hf_reference  # noqa: E402
-from conftest import CACHE, CPU_ARGS, SMOLLM2, VLLM_TEST_ARGS, start_vllm  # noqa: E402
-from engine_calls import LABELS, PROMPTS, complete, label_logprobs, tokenize  # noqa: E402
+sys.path.insert(0, str(ROOT))  # the live suite's helpers (tests/support/)
+from tests.support import hf_reference  # noqa: E402
+from tests.support.engine_calls import (LABELS, PROMPTS, complete, label_logprobs,  # noqa: E402
+                                        tokenize)
+from tests.support.live_stack import (CACHE, CPU_ARGS, SMOLLM2, VLLM_TEST_ARGS,  # noqa: E402
+                                      start_vllm)
 
 HYBRID_ARGS = ("--dtype", "bfloat16", "--enforce-eager", "--max-model-len", "2048",
                "--enable-prefix-caching", *VLLM_TEST_ARGS)

@@ -15,9 +15,10 @@ from onepass import config
 DOCS = {p.relative_to(ROOT).as_posix(): claims.text(p) for p in claims.documents()}
 SETTINGS = {env: (name, kind, default) for name, (kind, default, env, _) in config.SETTINGS.items()}
 # Where an ONEPASS_ variable that is not a shim setting is read: serve.sh, test.sh, the tools,
-# benches and deploy scripts, the live suites.
+# benches and deploy scripts, the live suites' fixtures and their helpers (tests/support/).
 READERS = ["serve.sh", "test.sh", *map(str, ROOT.glob("tools/*.py")), *map(str, ROOT.glob("bench/*")),
-           *map(str, ROOT.glob("deploy/*")), "conftest.py", *map(str, ROOT.glob("onepass/**/*.py"))]
+           *map(str, ROOT.glob("deploy/*")), "conftest.py", *map(str, ROOT.glob("tests/support/*.py")),
+           *map(str, ROOT.glob("onepass/**/*.py"))]
 SOURCES = "\n".join((ROOT / p).read_text(errors="replace") for p in READERS if (ROOT / p).is_file())
 MEASURED = re.compile(r"\b(p50|p95|p99|ECE|IoU|accuracy|GFLOP/s|tok/s)\b", re.I)
 

@@ -2,7 +2,7 @@
 
 Usage: .venv/bin/python tools/two_way_reference.py [PROFILE] [--write]
 Lays out each probe exactly as the shim does (onepass.prompt.layout), tokenizes it with the model's own
-tokenizer, reads the noul labels with tests/live/hf_reference.py in fp32 with a full (all-zero)
+tokenizer, reads the noul labels with tests/support/hf_reference.py in fp32 with a full (all-zero)
 additive mask, and prints [P(yes), P(no)] renormalised over the two labels. --write stores them
 in serve_config.json, where the shim's start-up probe compares vLLM's two-way reads with them.
 """
@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT), str(ROOT / "tests" / "live")]
+sys.path.insert(0, str(ROOT))
 
 from onepass.config import load_profile  # noqa: E402
 from onepass.prompt.layout import LabelSet  # noqa: E402
@@ -25,7 +25,7 @@ MODEL_DIRS = {"smollm2-135m": "~/.cache/onepass/models/smollm2-135m-instruct"}
 
 
 def main(argv: list[str]) -> int:
-    import hf_reference
+    from tests.support import hf_reference
     from transformers import AutoTokenizer
     name = next((a for a in argv if not a.startswith("--")), "smollm2-135m")
     _, profile = load_profile(str(ROOT / "serve_config.json"), name)

@@ -9,7 +9,7 @@ import sys
 import pytest
 from PIL import Image
 
-from conftest import ROOT
+from tests.support.live_stack import ROOT
 
 sys.path.insert(0, str(ROOT / "bench"))
 import devdata  # noqa: E402

@@ -15,8 +15,9 @@ import sys
 import threading
 from http.server import ThreadingHTTPServer
 
-from conftest import ROOT, free_port, request, start_shim, wait_health
-from test_images_live import RED, Images, multipart, url
+from tests.support.image_requests import RED, Images, multipart, url
+from tests.support.json_http import request
+from tests.support.live_stack import ROOT, free_port, start_shim, wait_health
 
 from onepass.backend.warmup import png
 from onepass.kinds import box_geometry

@@ -3,9 +3,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from contract import check_response
-from test_decisions_live import client as openai_client
-from test_systemone_live import CHOICE, NOUL, SCORE, TICKET, raw
+from tests.support.live_bodies import CHOICE, NOUL, SCORE, TICKET, raw
+from tests.support.openai_client import client as openai_client
+from tests.support.response_contract import check_response
 
 
 def test_typesafe_sdk_system_one_and_models(stack):
@@ -80,7 +80,7 @@ def test_load_bench_short_run(stack):
     import json
     import subprocess
     import sys
-    from conftest import ROOT
+    from tests.support.live_stack import ROOT
     out = subprocess.run([sys.executable, str(ROOT / "bench" / "load.py"), stack.url,
                           "--clients", "8", "--minutes", "0.1"], capture_output=True, text=True,
                          timeout=300)

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from conftest import ROOT, serve_stack, stop_stack
+from tests.support.live_stack import ROOT, serve_stack, stop_stack
 
 sys.path.insert(0, str(ROOT / "bench"))
 import determinism  # noqa: E402

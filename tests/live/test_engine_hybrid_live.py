@@ -9,10 +9,10 @@ import sys
 
 import pytest
 
-import hf_reference
-from conftest import CACHE, ROOT, start_vllm
-from engine_calls import (LABELS, PROMPTS, cached_tokens, complete, label_logprobs, tokenize,
-                          unique)
+from tests.support import hf_reference
+from tests.support.engine_calls import (LABELS, PROMPTS, cached_tokens, complete, label_logprobs,
+                                        tokenize, unique)
+from tests.support.live_stack import CACHE, ROOT, start_vllm
 
 TWO_WAY = "bidirectional"
 NAME = "smollm2-135m-instruct"  # engine_calls' model name; the hybrid uses SmolLM2's tokenizer

@@ -8,8 +8,9 @@ measured by bench/reasoning.py.
 """
 import base64
 
-from conftest import ROOT, request
-from test_images_live import RED
+from tests.support.image_requests import RED
+from tests.support.json_http import request
+from tests.support.live_stack import ROOT
 
 from onepass.kinds.number import WHOLE
 from onepass.profile import load_profile

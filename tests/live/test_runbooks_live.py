@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import ROOT
+from tests.support.live_stack import ROOT
 
 
 def smoke(name, url, tmp_path):

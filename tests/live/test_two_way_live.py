@@ -9,12 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (CPU_ARGS, ROOT, SMOLLM2, clean_env, free_port, request, start_shim,
-                      wait_health)
-import test_systemone_live
+from tests.support import live_bodies
+from tests.support.json_http import request
+from tests.support.live_stack import (CPU_ARGS, ROOT, SMOLLM2, clean_env, free_port, start_shim,
+                                      wait_health)
 
 # Read untempered: the probe references and the mode comparison are about the raw label odds.
-UNTEMPERED = {"calibration": test_systemone_live.UNTEMPERED}
+UNTEMPERED = {"calibration": live_bodies.UNTEMPERED}
 NOUL_BODY = {"model": "jev-latest", "state": "The parcel arrived crushed and the mug is broken.",
              "questions": {"damaged": {"type": "noul", "instructions": "Was the item damaged?"}},
              "kwargs": UNTEMPERED}

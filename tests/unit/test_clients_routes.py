@@ -5,7 +5,9 @@ shape, and a streaming request refused on /v1/decisions."""
 import datetime
 import unittest
 
-from test_shim import EMBEDDED, NOUL_Q, AgainstFakeEngine, call, req
+from tests.support.inprocess_shim import AgainstFakeEngine, call
+from tests.support.systemone_bodies import NOUL_Q, req
+from tests.support.unit_profile import EMBEDDED
 
 SERVED = ("onepass-smollm2-135m-instruct", "jev-latest")
 # OpenAI's `created`: the profile's release day at 00:00 UTC, in Unix seconds

@@ -12,12 +12,14 @@ import unittest
 from unittest import mock
 
 import onepass
-from fake_engine import FakeEngine
 from onepass import config, telemetry
 from onepass.edge.connections import Server
 from onepass.server import READY, ROUTES, WARMING, Service
-from test_shim import NOUL_Q, ROOT, SCORE_Q, call, req, start_shim, stop_shim
-from tests.unit.test_metrics import samples
+from tests.support.fake_engine import FakeEngine
+from tests.support.inprocess_shim import call, start_shim, stop_shim
+from tests.support.paths import ROOT
+from tests.support.prometheus_text import samples
+from tests.support.systemone_bodies import NOUL_Q, SCORE_Q, req
 
 KEY = {"Authorization": "Bearer k-9"}
 

@@ -11,7 +11,7 @@ from concurrent.futures import Future
 from onepass import parts, think
 from onepass.decision import NOUL, NUMBER, Answer, Decision, Option, Outcome, Question
 from onepass.reasoning import Ask
-from test_shim import LABELS, PROFILE
+from tests.support.unit_profile import LABELS, PROFILE
 
 YES = (Option("true", None), Option("false", None))
 

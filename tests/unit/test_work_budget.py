@@ -15,7 +15,8 @@ from onepass.errors import InvalidRequest
 from onepass.prompt.layout import LabelSet
 from onepass.pipeline import Pipeline
 from onepass.reasoning import Ask
-from test_shim import LABELS, PROFILE
+from tests.support.build_decision import decision
+from tests.support.unit_profile import LABELS, PROFILE
 
 YES = (Option("true", None), Option("false", None))
 AB = (Option("a", None), Option("b", None))
@@ -56,7 +57,7 @@ def pipeline(max_reads: int) -> Pipeline:
 
 
 def choices(n: int, reasoning=None, layout=AS_READS) -> Decision:
-    return Decision("m", "ticket", tuple(Question(CHOICE, f"q{i}?", AB) for i in range(n)),
+    return decision((Question(CHOICE, f"q{i}?", AB) for i in range(n)), "ticket",
                     layout=layout, reasoning=reasoning)
 
 
@@ -87,23 +88,22 @@ class TestWorkBudget(unittest.TestCase):
 
     def test_numbers_and_thoughts_on_them(self):
         numbers = tuple(Question(NUMBER, f"n{i}?", ()) for i in range(3))
-        decision = Decision("m", "ticket", numbers + (Question(NOUL, "y?", YES),),
-                            reasoning=Ask("on"))
-        self.assertEqual(work.plan(decision, parts.split(decision, 10).reads, PROFILE, LABELS),
+        d = decision(numbers + (Question(NOUL, "y?", YES),), "ticket", reasoning=Ask("on"))
+        self.assertEqual(work.plan(d, parts.split(d, 10).reads, PROFILE, LABELS),
                          work.Plan(reads=1, thoughts=4, rereads=1, generations=3))
         pipe = pipeline(8)
         with self.assertRaises(InvalidRequest):
-            pipe.answer(decision)
+            pipe.answer(d)
         self.assertEqual(pipe.engine.calls, 0)
         pipe = pipeline(9)
-        pipe.answer(decision)
+        pipe.answer(d)
         self.assertLessEqual(pipe.engine.calls, 9)
 
     def test_box_presents_edges_and_generations_count(self):
         box = Question(BOX, "the red circle", (), mode="hybrid")
-        decision = Decision("m", "s", (box, Question(NOUL, "y?", YES)))
-        reads = parts.split(decision, 10).reads
-        self.assertEqual(work.plan(decision, reads, PROFILE, LABELS),
+        d = decision((box, Question(NOUL, "y?", YES)))
+        reads = parts.split(d, 10).reads
+        self.assertEqual(work.plan(d, reads, PROFILE, LABELS),
                          work.Plan(reads=1 + 4 + 1, thoughts=0, rereads=0, generations=1))
 
     def test_a_read_of_more_labels_than_one_call_returns_counts_each_slice(self):
@@ -112,17 +112,17 @@ class TestWorkBudget(unittest.TestCase):
         many = LabelSet(noul=LABELS.noul, score=LABELS.score,
                         choice=tuple((f"L{i}", 1000 + i) for i in range(255)))
         options = tuple(Option(f"o{i}", None) for i in range(200))
-        decision = Decision("m", "s", (Question(CHOICE, "which?", options),))
-        self.assertEqual(work.plan(decision, decision, PROFILE, many),
+        d = decision((Question(CHOICE, "which?", options),))
+        self.assertEqual(work.plan(d, d, PROFILE, many),
                          work.Plan(reads=2, thoughts=0, rereads=0, generations=0))
         pipe = pipeline(1)
         pipe.labels = many
         with self.assertRaises(InvalidRequest):
-            pipe.answer(decision)
+            pipe.answer(d)
         self.assertEqual(pipe.engine.calls, 0)
         pipe = pipeline(2)
         pipe.labels = many
-        pipe.answer(decision)
+        pipe.answer(d)
         self.assertEqual(pipe.engine.calls, 2)
 
     def test_an_optional_reread_only_from_the_spare(self):

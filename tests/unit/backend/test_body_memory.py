@@ -14,11 +14,13 @@ import tracemalloc
 import unittest
 
 from onepass.backend.engine import Engine
-from onepass.decision import NOUL, Decision, Option, Question
+from dataclasses import replace
+
+from onepass.decision import NOUL, Option, Question
 from onepass.images.formats import Image
 from onepass.prompt import layout as layout_mod
-from tests.unit.images.test_inputs import LABELS, VLM
-from dataclasses import replace
+from tests.support.build_decision import decision
+from tests.support.unit_profile import LABELS, VLM
 
 IMAGE_BYTES, IMAGES, REPEAT, QUESTIONS = 512 * 1024, 4, 4, 24
 ANSWER = json.dumps({"choices": [{"logprobs": {"content": [{"top_logprobs": [
@@ -73,9 +75,9 @@ def reads():
     questions = tuple(Question(NOUL, f"Is image {i % IMAGES + 1} red?",
                                (Option("true", None), Option("false", None)))
                       for i in range(QUESTIONS))
-    decision = Decision("m", "[image 1] [image 2] [image 3] [image 4]", questions,
-                        layout=replace(VLM.layout, repeat=REPEAT), images=images)
-    return layout_mod.layout(decision, VLM, LABELS)
+    d = decision(questions, "[image 1] [image 2] [image 3] [image 4]",
+                 layout=replace(VLM.layout, repeat=REPEAT), images=images)
+    return layout_mod.layout(d, VLM, LABELS)
 
 
 class TestBodyMemory(unittest.TestCase):

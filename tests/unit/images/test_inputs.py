@@ -13,14 +13,14 @@ from onepass.api import decisions, systemone
 from onepass.edge import transport
 from onepass.images import inputs as image_inputs
 from onepass.prompt import fitting, layout
-from onepass.config import ConfigError, load_profile
+from onepass.config import ConfigError
 from onepass.backend.engine import Engine
-from onepass.decision import NOUL, Decision, Option, Question, ReadResult
+from onepass.decision import NOUL, Option, Question, ReadResult
 from onepass.errors import InvalidRequest
 from onepass.backend.warmup import png
-from test_shim import LABELS, parse_with
+from tests.support.build_decision import decision, from_body
+from tests.support.unit_profile import LABELS, VLM
 
-_, VLM = load_profile("serve_config.json", "idefics3-tiny")
 VISION = VLM.vision
 POLICY = image_inputs.Policy("tiny", VISION, None)  # links off: no network in these tests
 
@@ -34,7 +34,7 @@ NOUL_Q = {"type": "noul", "instructions": "Is it red?"}
 
 
 def parse(body, files=None, policy=POLICY, api=systemone):
-    return parse_with(api, {"model": "jev-latest", **body}, files, policy)[0]
+    return from_body(api, {"model": "jev-latest", **body}, files, policy)[0]
 
 
 def problems(body, files=None, policy=POLICY, api=systemone):
@@ -82,7 +82,7 @@ class TestForms(unittest.TestCase):
                 "assets": {ph: {"type": "image", "part": "asset-0"},
                            "<<b>>": {"type": "image", "format": "jpg",
                                      "data_base64": BLUE.split(",", 1)[1]}}}
-        d, meta = parse_with(systemone, {"model": "jev-latest", **body},
+        d, meta = from_body(systemone, {"model": "jev-latest", **body},
                              {"asset-0": png(4, 4, (255, 0, 0))}, POLICY)
         self.assertEqual(d.state, {"photo": "[image 1]", ph: "a key stays",
                                    "note": "compare [image 1] and [image 2]"})
@@ -259,7 +259,7 @@ class TestLayout(unittest.TestCase):
         q = Question(NOUL, "Red?", (Option("true", None), Option("false", None)))
         cal = replace(VLM.calibration, temperature={"noul": 1.0, "choice": 1.0, "score": 1.0,
                                                     "image": 4.0})
-        d = Decision("m", "x", (q,))
+        d = decision((q,), "x")
         read, = layout.layout(d, VLM, LABELS)
         result = ReadResult((-1.0, -3.0), 10)
         text = readout.probabilities(d, [read], [result], cal, 0.0)[0]

@@ -1,7 +1,7 @@
 """The real openai client against a onepass server, one scenario per run, in its own interpreter
 (openai 3.51.0 from <venv>/clients, ahead of the venv's newer copy that vLLM needs).
 
-Usage: PYTHONPATH=<venv>/clients python tests/live/openai_calls.py BASE_URL SCENARIO [API_KEY]
+Usage: PYTHONPATH=<venv>/clients python tests/support/openai_calls.py BASE_URL SCENARIO [API_KEY]
 The test module imports this file's constants, never openai. Prints one JSON object: what the client parsed (answers as model_dump plus the fields each answer
 set), or the exception class and its .status_code/.type/.param/.code.
 """

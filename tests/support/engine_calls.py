@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import uuid
 
-from conftest import request
+from tests.support.json_http import request
 
 LABELS = [10539, 5230, 4182, 28, 33, 34]  # SmolLM2 ids: "Yes", "No", and a few others
 PROMPTS = [

@@ -1,6 +1,6 @@
 """Test helpers for the HTTP edge, standard library only: raw requests over a socket, a reader
 that accepts only complete HTTP responses, and the shim as its own process (`python3 -I -S
-shim.py`) in front of fake_engine.py, with its resident memory.
+shim.py`) in front of tests/support/fake_engine.py, with its resident memory.
 """
 import os
 import re
@@ -10,9 +10,8 @@ import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent
+from tests.support.paths import ROOT
 
 
 class Incomplete(AssertionError):

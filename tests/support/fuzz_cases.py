@@ -15,8 +15,8 @@ import json
 import random
 import zlib
 
-from edge_client import request
-from test_shim import NOUL_Q, req
+from tests.support.edge_client import request
+from tests.support.systemone_bodies import NOUL_Q, req
 
 TICKET = {"ticket": "I was charged twice for order 4471.", "lines": [1, 2.5, True, None]}
 SYSTEMONE = {

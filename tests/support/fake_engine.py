@@ -15,12 +15,11 @@ import re
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
 from onepass import config
 from onepass.prompt.layout import wrap_chat
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent
 PIECE = re.compile(r"\w+|\s+|[^\w\s]")
 
 
