@@ -7,7 +7,7 @@ every image form gives the same answer, every mode answers in range, what the mo
 converted by the profile's convention, refusals are 4xx in the contract's shape, nothing of an
 image or a box reaches a log. This model writes boxes whose last three numbers are equal (zero
 area, so `found: false`) or null: a found generated box is covered by the unit tests
-(tests/unit/test_boxes.py), a found box here comes from the edges.
+(tests/unit/kinds/test_box.py), a found box here comes from the edges.
 """
 import base64
 import json

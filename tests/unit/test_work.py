@@ -1,8 +1,8 @@
-"""One work budget per request (issue 25): every call of the model a request may make (label
-reads, box presents and edges, thoughts, the reads after them, box and number generations) is
-counted before the first, against --max-reads as a total; over it is a 422 with no call made,
-and a request within it makes no more calls than it was counted for.
-Run: python3 -m unittest tests.unit.test_work_budget
+"""One work budget per request (onepass/work.py, issue 25): every call of the model a request may
+make (label reads, box presents and edges, thoughts, the reads after them, box and number
+generations) is counted before the first, against --max-reads as a total; over it is a 422 with no
+call made, and a request within it makes no more calls than it was counted for.
+Run: python3 -m unittest tests.unit.test_work
 """
 import unittest
 from concurrent.futures import Future

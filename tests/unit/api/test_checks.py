@@ -1,10 +1,10 @@
-"""Validation is linear in its input and lists at most MAX_PROBLEMS problems (issue 25): n
-problems of each kind the issue found quadratic (non-text criteria values, unknown fields,
-extra keys, invalid assets, `/v1/decisions` `input: [1] * n`) cost, at 16n, well under 64x what
-they cost at n (linear is 16x, 20-30x here with the larger dicts' cache misses; the old list scan
-256x), best of 5, on any machine: a wide margin, since a loaded machine's jitter moved a 4n/n
-ratio from 4 to 14.
-Run: python3 -m unittest tests.unit.api.test_validation_cost
+"""Validation (onepass/api/checks.py) is linear in its input and lists at most MAX_PROBLEMS
+problems (issue 25): n problems of each kind the issue found quadratic (non-text criteria values,
+unknown fields, extra keys, invalid assets, `/v1/decisions` `input: [1] * n`) cost, at 16n, well
+under 64x what they cost at n (linear is 16x, 20-30x here with the larger dicts' cache misses; the
+old list scan 256x), best of 5, on any machine: a wide margin, since a loaded machine's jitter
+moved a 4n/n ratio from 4 to 14.
+Run: python3 -m unittest tests.unit.api.test_checks
 """
 import gc
 import time

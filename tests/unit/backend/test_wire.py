@@ -1,22 +1,139 @@
-"""The bytes in flight to vLLM are capped per request as well as per server (issue 25): one
-request with many large bodies (4 images x layout.repeat 4 x 32 questions) could take the whole
-server's cap. A local stdlib HTTP server stands in for vLLM: it holds every body it receives
-until a round of them is in, then answers them together, recording the most bytes it held at
-once per request (bodies are tagged by their prompt's first letter). Nothing it answers is read
-for content. No wall-clock bound is asserted: the rounds are counted, not timed.
-Run: python3 -m unittest tests.unit.backend.test_request_bytes
+"""Stdlib tests of the bodies sent to vLLM and the bytes in flight (onepass/backend/wire.py),
+issue 25's two bounds. A local server stands in for vLLM in each; nothing it answers is read for
+content.
+
+Memory of the engine bodies is proportional to the request, not to questions x images x repeat:
+4 images of 512 KB, repeat 4 and 24 questions made every read's body carry 16 data URLs, 32
+bodies built at once (the shim went from 27 to 359-422 MiB). Each image is now encoded once and
+every body is sent in pieces from those bytes; the bytes in flight to vLLM are capped per
+server. A raw local sink stands in for vLLM (it reads into one buffer, so the process's own
+allocations are the shim's).
+
+The bytes in flight to vLLM are capped per request as well as per server: one request with many
+large bodies (4 images x layout.repeat 4 x 32 questions) could take the whole server's cap. A
+local stdlib HTTP server stands in for vLLM: it holds every body it receives until a round of
+them is in, then answers them together, recording the most bytes it held at once per request
+(bodies are tagged by their prompt's first letter). No wall-clock bound is asserted: the rounds
+are counted, not timed.
+Run: python3 -m unittest tests.unit.backend.test_wire
 """
 import json
+import os
+import socket
 import threading
+import tracemalloc
 import unittest
 from collections import Counter
+from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from onepass import config
 from onepass.backend import wire
 from onepass.backend.engine import Engine
+from onepass.decision import NOUL, Option, Question
 from onepass.errors import EngineUnavailable
+from onepass.images.formats import Image
+from onepass.prompt import layout as layout_mod
+from tests.support.build_decision import decision
+from tests.support.unit_profile import LABELS, VLM
 
+# -- the memory of the bodies ------------------------------------------------------------------
+IMAGE_BYTES, IMAGES, REPEAT, QUESTIONS = 512 * 1024, 4, 4, 24
+ANSWER = json.dumps({"choices": [{"logprobs": {"content": [{"top_logprobs": [
+    {"token": f"token_id:{i}", "logprob": -0.5 - i} for _, i in LABELS.noul]}]}}],
+    "usage": {"prompt_tokens": 10}}).encode()
+
+
+class Sink:
+    """HTTP/1.1 keep-alive, each body drained into one buffer and counted, one answer each."""
+
+    def __init__(self):
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port, self.received, self.calls = self.sock.getsockname()[1], 0, 0
+        self.lock = threading.Lock()
+        threading.Thread(target=self.accept, daemon=True).start()
+
+    def accept(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self.serve, args=(conn,), daemon=True).start()
+
+    def serve(self, conn):
+        buffer, head = bytearray(1 << 16), b""
+        with conn:
+            while True:
+                while b"\r\n\r\n" not in head:
+                    got = conn.recv(4096)
+                    if not got:
+                        return
+                    head += got
+                head, _, rest = head.partition(b"\r\n\r\n")
+                length = int(next(line.split(b":")[1] for line in head.split(b"\r\n")
+                                  if line.lower().startswith(b"content-length")))
+                left = length - len(rest)
+                while left > 0:
+                    left -= conn.recv_into(buffer, min(left, len(buffer)))
+                with self.lock:
+                    self.received, self.calls = self.received + length, self.calls + 1
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                             b"Content-Length: %d\r\n\r\n" % len(ANSWER) + ANSWER)
+                head = b""
+
+    def close(self):
+        self.sock.close()
+
+
+def reads():
+    images = tuple(Image(os.urandom(IMAGE_BYTES), "png", 64, 64) for _ in range(IMAGES))
+    questions = tuple(Question(NOUL, f"Is image {i % IMAGES + 1} red?",
+                               (Option("true", None), Option("false", None)))
+                      for i in range(QUESTIONS))
+    d = decision(questions, "[image 1] [image 2] [image 3] [image 4]",
+                 layout=replace(VLM.layout, repeat=REPEAT), images=images)
+    return layout_mod.layout(d, VLM, LABELS)
+
+
+class TestBodyMemory(unittest.TestCase):
+    def test_peak_memory_is_the_images_not_the_bodies(self):
+        sink = Sink()
+        self.addCleanup(sink.close)
+        engine = Engine(f"http://127.0.0.1:{sink.port}", "m", timeout_s=30, num_connections=32,
+                        image_slot=VLM.vision.placeholder)
+        self.addCleanup(engine.close)
+        todo = reads()
+        tracemalloc.start()
+        try:
+            results = engine.read_all(todo)
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        self.assertEqual(len(results), QUESTIONS)
+        self.assertEqual(sink.calls, QUESTIONS)
+        one_body = IMAGES * REPEAT * IMAGE_BYTES * 4 // 3  # 16 data URLs: what each read shows
+        self.assertGreater(sink.received, QUESTIONS * one_body)  # every copy was still sent
+        # the images' data URLs once (2.8 MB), not a body per read: well under two bodies
+        self.assertLess(peak, 2 * one_body, f"peak {peak >> 20} MiB")
+
+    def test_the_gate_caps_the_bytes_in_flight(self):
+        """Bodies past the server's cap wait for room (one larger than the cap goes alone);
+        a wait past the engine timeout is a 503."""
+        from onepass.backend.wire import Gate
+        from onepass.errors import EngineUnavailable
+        gate = Gate(100, wait_s=0.2)
+        gate.take(60)
+        gate.take(40)
+        with self.assertRaises(EngineUnavailable):
+            gate.take(1)
+        gate.give(100)
+        gate.take(500)  # alone
+        gate.give(500)
+        self.assertEqual(gate.used, 0)
+
+
+# -- the bytes in flight per request -----------------------------------------------------------
 BODY = 100_000  # characters of each prompt: every body is this plus ~100 bytes of JSON
 PER_REQUEST, SERVER = 2.5 * BODY, 4.5 * BODY  # room for 2 bodies of a request, 4 in all
 LIVENESS_S = 60  # a held body is answered anyway after this (only if the code is broken)

@@ -1,7 +1,7 @@
-"""A streamed generation (a thought under `budget_ms`) is still one vLLM call: the engine
-timeout bounds it whatever the budget says (issue 25). A local server stands in for a vLLM
-that answers 200 and then stalls the stream; nothing it writes is read for content.
-Run: python3 -m unittest tests.unit.backend.test_stream_deadline
+"""A streamed generation (onepass/backend/streamed.py: a thought under `budget_ms`) is still one
+vLLM call: the engine timeout bounds it whatever the budget says (issue 25). A local server stands
+in for a vLLM that answers 200 and then stalls the stream; nothing it writes is read for content.
+Run: python3 -m unittest tests.unit.backend.test_streamed
 """
 import socket
 import threading
