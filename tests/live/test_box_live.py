@@ -23,7 +23,7 @@ from onepass.backend.warmup import png
 from onepass.kinds import box_geometry
 from onepass.profile import load_profile
 
-sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "bench" / "measure"))
 import determinism  # noqa: E402
 
 CONVENTION = box_geometry.convention(load_profile(
@@ -178,7 +178,7 @@ def test_refusals_are_4xx_in_the_contracts_shape(vision_stack, stack):
 def test_repeated_requests_give_the_same_box(vision_stack):
     """Greedy generation and reads: the same request twice is the same answer; and a fresh
     picture's box and reads alone (cold cache), beside background requests, then warm:
-    byte-identical (bench/determinism.py --box, the loop of test_determinism_live.py)."""
+    byte-identical (bench/measure/determinism.py --box, the loop of test_determinism_live.py)."""
     q = {"b": {**FIND, "box": {"mode": "hybrid"}}, "c": {
         "type": "choice", "instructions": "Colour?", "criteria": {"red": None, "blue": None}}}
     first = answered(vision_stack, {"photo": url(RED)}, q)

@@ -75,13 +75,13 @@ def test_sixteen_parallel_requests(stack):
 
 
 def test_load_bench_short_run(stack):
-    """bench/load.py: 8 clients for 6 s against the stack: every request answered (exit 0),
+    """bench/measure/load.py: 8 clients for 6 s against the stack: every request answered (exit 0),
     valid ones 200, invalid ones 422 or 404, oversized ones 413, the shim's RSS read."""
     import json
     import subprocess
     import sys
     from tests.support.live_stack import ROOT
-    out = subprocess.run([sys.executable, str(ROOT / "bench" / "load.py"), stack.url,
+    out = subprocess.run([sys.executable, str(ROOT / "bench" / "measure" / "load.py"), stack.url,
                           "--clients", "8", "--minutes", "0.1"], capture_output=True, text=True,
                          timeout=300)
     assert out.returncode == 0, out.stdout + out.stderr
