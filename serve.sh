@@ -97,9 +97,9 @@ setup() {
     echo "$want" > "$stamp"
   fi
   if [ "$PATCHES" = 1 ]; then  # refuses (exit 2) a venv that has the engine plugin
-    run python3 "$ROOT/tools/vllm_patches.py" apply "$VENV" || exit 10
+    run python3 "$ROOT/tools/serve/vllm_patches.py" apply "$VENV" || exit 10
   elif [ "${ONEPASS_INSTALL:-1}" = 1 ]; then  # else registered at build time; verify checks it
-    run python3 "$ROOT/tools/verify_install.py" install "$VENV" || exit 10
+    run python3 "$ROOT/tools/serve/verify_install.py" install "$VENV" || exit 10
   fi
   if [ -z "${ONEPASS_MODEL:-}" ]; then
     # The profile's `embedded` build: SmolLM2 (the default), the vision model (which borrows
@@ -108,14 +108,14 @@ setup() {
     local embedded; embedded=$(profile_field embedded)
     case "$embedded" in
       ""|smollm2-135m-instruct|idefics3-tiny)
-        MODEL=$(export HF_HUB_OFFLINE=1; run "$PY" "$ROOT/tools/build_model.py" \
+        MODEL=$(export HF_HUB_OFFLINE=1; run "$PY" "$ROOT/tools/models/build_model.py" \
           "$CACHE/models/smollm2-135m-instruct" | tail -n 1) || exit 10
         if [ "$embedded" = idefics3-tiny ]; then
-          MODEL=$(export HF_HUB_OFFLINE=1; run "$PY" "$ROOT/tools/build_vlm.py" \
+          MODEL=$(export HF_HUB_OFFLINE=1; run "$PY" "$ROOT/tools/models/build_vlm.py" \
             "$CACHE/models/idefics3-tiny" | tail -n 1) || exit 10
         fi ;;
       *) setup_models "$embedded"
-        MODEL=$(export HF_HUB_OFFLINE=1; run "$PY" "$ROOT/tools/build_model.py" \
+        MODEL=$(export HF_HUB_OFFLINE=1; run "$PY" "$ROOT/tools/models/build_model.py" \
           "$CACHE/models/$embedded" --model "$embedded" | tail -n 1) || exit 10 ;;
     esac
   else
@@ -130,16 +130,17 @@ verify() {
   # The plugin then checks vLLM's version and the signatures it wraps when vLLM loads it.
   say "verify: start"
   if [ "$PATCHES" = 1 ]; then
-    python3 "$ROOT/tools/vllm_patches.py" check "$VENV" || exit 11
-    python3 "$ROOT/tools/verify_install.py" verify "$VENV" --patched || exit 11
+    python3 "$ROOT/tools/serve/vllm_patches.py" check "$VENV" || exit 11
+    python3 "$ROOT/tools/serve/verify_install.py" verify "$VENV" --patched || exit 11
   else
-    python3 "$ROOT/tools/verify_install.py" verify "$VENV" || exit 11
+    python3 "$ROOT/tools/serve/verify_install.py" verify "$VENV" || exit 11
   fi
   say "verify: done"
 }
 
 profile_field() {  # profile_field KEY: a field of the selected profile ('' when absent)
-  python3 "$ROOT/tools/serve_profile.py" "$ROOT/serve_config.json" "${ONEPASS_PROFILE:-}" field "$1"
+  python3 "$ROOT/tools/serve/serve_profile.py" "$ROOT/serve_config.json" "${ONEPASS_PROFILE:-}" \
+    field "$1"
 }
 
 start_vllm() {
@@ -147,11 +148,11 @@ start_vllm() {
   mkdir -p "$LOG_DIR"
   local dtype=bfloat16 eager="" why  # eager: also the CPU's other engine flags
   if [ "$DEVICE" = cpu ]; then  # bf16 where the CPU has it natively and it measures faster
-    { read -r dtype; read -r why; } < <("$PY" "$ROOT/tools/cpu_dtype.py" \
+    { read -r dtype; read -r why; } < <("$PY" "$ROOT/tools/serve/cpu_dtype.py" \
       "${ONEPASS_DTYPE:-auto}") || die 12 "ONEPASS_DTYPE must be auto, float32 or bfloat16"
     say "start vLLM: dtype $dtype ($why)"
     # Eager on CPU unless ONEPASS_EAGER=0: torch.compile is ready 1-3.5 minutes later for 2-14
-    # per cent (bench/engine_options.sh, docs/measured.md).
+    # per cent (bench/measure/engine_options.sh, docs/measured.md).
     [ "${ONEPASS_EAGER:-1}" = 1 ] && eager=--enforce-eager
     # 32-token cache blocks (the CPU backend's smallest; vLLM picks 128): the reads of one state
     # recompute at most 31 tokens of it each instead of 127 (docs/measured.md).
@@ -187,8 +188,8 @@ start_vllm() {
   fi
   # The profile's flags: vLLM never fetches media (the shim sends data URLs), image limits.
   local profile_args=()
-  mapfile -t profile_args < <(python3 "$ROOT/tools/serve_profile.py" "$ROOT/serve_config.json" \
-    "${ONEPASS_PROFILE:-}" vllm-args)
+  mapfile -t profile_args < <(python3 "$ROOT/tools/serve/serve_profile.py" \
+    "$ROOT/serve_config.json" "${ONEPASS_PROFILE:-}" vllm-args)
   export VLLM_MEDIA_URL_ALLOW_REDIRECTS=0
   # Constrained generations (box questions) without free whitespace: the schema then bounds
   # the reply, which a model may otherwise fill with spaces until the token cap (docs/box.md).
@@ -222,7 +223,7 @@ start_shim() {
 
 warm_up() {
   say "warm-up: start (the shim checks vLLM, then answers every question type)"
-  "$PY" "$ROOT/tools/wait_ready.py" "http://$HOST:$PORT/health" "$VLLM_PID" "$SHIM_PID" \
+  "$PY" "$ROOT/tools/serve/wait_ready.py" "http://$HOST:$PORT/health" "$VLLM_PID" "$SHIM_PID" \
     "${ONEPASS_READY_TIMEOUT_S:-900}" "$LOG_DIR" || die 14 "warm-up failed (see above)"
   say "warm-up: done"
 }

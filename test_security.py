@@ -2,7 +2,8 @@
 limits, strict framing (a corpus, each case also with a request pipelined behind it), refusals
 before the body is read, the whole-request deadline, the connection cap, bad input that once
 got a 500, the SIGTERM drain, logs, and a deterministic fuzz run of 10,000+ requests. Where a
-request must get past validation, fake_engine.py answers in vLLM's place (never for content).
+request must get past validation, tests/support/fake_engine.py answers in vLLM's place (never
+for content).
 Run: python3 -m unittest test_security
 """
 import gzip
@@ -16,11 +17,13 @@ import threading
 import time
 import unittest
 
-import fuzz_cases
-from edge_client import Incomplete, ShimProcess, exchange, read_response, request, run_cases
-from fuzz_cases import CORPUS, PIPELINED, VALID, post
-from fake_engine import FakeEngine
-from test_shim import NOUL_Q, AgainstFakeEngine, call, req, start_shim, stop_shim
+from tests.support import fuzz_cases
+from tests.support.edge_client import (Incomplete, ShimProcess, exchange, read_response, request,
+                                       run_cases)
+from tests.support.fake_engine import FakeEngine
+from tests.support.fuzz_cases import CORPUS, PIPELINED, VALID, post
+from tests.support.inprocess_shim import AgainstFakeEngine, call, start_shim, stop_shim
+from tests.support.systemone_bodies import NOUL_Q, req
 
 KEY = {"Authorization": "Bearer k-123"}
 
@@ -605,10 +608,11 @@ class TestDrain(unittest.TestCase):
 
 
 class TestFuzz(unittest.TestCase):
-    """The deterministic fuzz run: 10,500 hostile requests (fuzz_cases.py, seed 14) on four
-    keep-alive connections to a shim process in front of an engine that answers. Every request
-    gets one complete HTTP response, none a 5xx; a share gets through to answers (200); the
-    shim's memory after the run is within 24 MiB of where it was after the first 1,000."""
+    """The deterministic fuzz run: 10,500 hostile requests (tests/support/fuzz_cases.py, seed
+    14) on four keep-alive connections to a shim process in front of an engine that answers.
+    Every request gets one complete HTTP response, none a 5xx; a share gets through to answers
+    (200); the shim's memory after the run is within 24 MiB of where it was after the first
+    1,000."""
     SEED, COUNT, WARM = 14, 10_500, 1_000
 
     def test_fuzz(self):

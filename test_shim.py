@@ -2,70 +2,41 @@
 and failure injection against fake engines (down, slow, 5xx). Run: python3 -m unittest test_shim
 """
 import gzip
-import http.client
 import json
 import math
 import os
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import unittest
 from dataclasses import replace
 from pathlib import Path
 
-from fake_engine import FakeEngine
 from onepass import config, readout
 from onepass.kinds import choice, score
-from onepass.api import Limits, systemone
-from onepass.images import inputs as image_inputs
+from onepass.api import systemone
 from onepass import body as transport
-from onepass.decision import CHOICE, NOUL, SCORE, Decision, Option, Question, Read, ReadResult
-from onepass.errors import (BadRequest, InvalidRequest, ModelNotFound, NotFound, PayloadTooLarge,
+from onepass.decision import CHOICE, NOUL, SCORE, Option, Question, Read, ReadResult
+from onepass.errors import (BadRequest, InvalidRequest, NotFound, PayloadTooLarge,
                             UnsupportedMediaType)
-from onepass.prompt.layout import LabelSet, layout
-
-ROOT = Path(__file__).resolve().parent
-EMBEDDED = config.load_profile(str(ROOT / "serve_config.json"), "")[1]
-# The unit tests lay prompts out with every technique off (dataclass defaults) and untempered,
-# whatever the embedded profile's measured defaults are; TestTechniques turns them on one by one.
-PROFILE = replace(EMBEDDED, layout=config.Layout(),
-                  calibration=config.Calibration({"noul": 1.0, "choice": 1.0, "score": 1.0}))
-LABELS = LabelSet(noul=(("Yes", 1), ("No", 2)),
-                  choice=tuple((chr(65 + i), 100 + i) for i in range(26)),
-                  score=tuple((str(i), 200 + i) for i in range(10)))
-
-
-def parse_with(api, body, files=None, policy=None, max_options=255,
-               resolve_mode=lambda mode: mode or "causal"):
-    """(Decision, meta): the adapter's parse, then what the pipeline's resolve and images steps
-    do (a stub model name, the given mode rule, no overrides; images under `policy`)."""
-    request = api.parse(body, files, Limits(max_choice_options=max_options, max_questions=400))
-    if request.model not in ("jev-latest", "concrete"):
-        raise ModelNotFound(f"Unknown model: {request.model}")
-    mode = resolve_mode(request.mode)
-    return Decision("concrete", request.state, request.questions, mode,
-                    images=image_inputs.resolve(request.images, policy)), request.meta
+from onepass.prompt.layout import layout
+from tests.support.build_decision import from_body
+from tests.support.fake_engine import FakeEngine
+from tests.support.inprocess_shim import call, start_shim, stop_shim
+from tests.support.paths import ROOT
+from tests.support.systemone_bodies import CHOICE_Q, NOUL_Q, SCORE_Q, req
+from tests.support.unit_profile import EMBEDDED, LABELS, PROFILE
 
 
 def parse(body, max_options=255, resolve_mode=lambda mode: mode or "causal"):
-    return parse_with(systemone, body, max_options=max_options, resolve_mode=resolve_mode)
+    return from_body(systemone, body, max_options=max_options, resolve_mode=resolve_mode)
 
 
 def problems(body, **kw):
     with unittest.TestCase().assertRaises(InvalidRequest) as ctx:
         parse(body, **kw)
     return ctx.exception.problems
-
-
-def req(questions, **extra):
-    return {"model": "jev-latest", "state": "ticket", "questions": questions, **extra}
-
-
-NOUL_Q = {"type": "noul", "instructions": "Refund?"}
-CHOICE_Q = {"type": "choice", "instructions": "Team?", "criteria": {"billing": "Pay", "tech": None}}
-SCORE_Q = {"type": "score", "instructions": "Anger?", "criteria": ["Calm", "Annoyed", "Furious"]}
 
 
 class TestSystemOne(unittest.TestCase):
@@ -339,8 +310,11 @@ class TestTechniques(unittest.TestCase):
             else:
                 for what, record in fitted.items():  # each fitted part: a bench tool, fit split
                     self.assertIn("temperature", what)
-                    self.assertTrue((ROOT / record["tool"]).is_file(), record)
-                    self.assertRegex(record["tool"], r"^bench/fit_\w+\.py$")
+                    # a fitter in bench/fit/; fits recorded before bench/ had subfolders name it
+                    # bench/NAME.py
+                    self.assertRegex(record["tool"], r"^bench/(fit/)?fit_\w+\.py$")
+                    name = record["tool"].rsplit("/", 1)[-1]
+                    self.assertTrue((ROOT / "bench" / "fit" / name).is_file(), record)
                     self.assertIn("split fit", record["on"])
             if profile.tokenizer_contract:
                 self.assertTrue((ROOT / profile.tokenizer_contract).is_file(), name)
@@ -547,51 +521,6 @@ class TestStdlibOnly(unittest.TestCase):
 
 
 # -- failure injection: a real shim in front of fake engines that fail ----------------------
-def start_shim(vllm_url, timeout_s=5.0, **env):
-    """A real shim on a free port, marked ready without the guard: for failure injection only."""
-    from onepass.backend.probes import Facts
-    from onepass.edge.connections import Server
-    from onepass.server import READY, Service
-    settings = config.load(["--port", "0", "--vllm", vllm_url, "--engine-timeout-s",
-                            str(timeout_s)], environ=env)
-    service = Service(settings, ROOT)
-    service.start(Facts(LABELS, settings.model.max_model_len, False, ""))  # skip the guard:
-    service.phase = READY  # these engines only fail
-    server = Server(service)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server
-
-
-def stop_shim(server):
-    server.shutdown()
-    server.server_close()
-    server.service.engine.close()
-
-
-class AgainstFakeEngine(unittest.TestCase):
-    """A class's tests share one shim (ready, no guard) before a fake engine that answers."""
-
-    @classmethod
-    def setUpClass(cls):
-        cls.fake = FakeEngine()
-        cls.server = start_shim(cls.fake.url)
-
-    @classmethod
-    def tearDownClass(cls):
-        stop_shim(cls.server)
-        cls.fake.stop()
-
-
-def call(server, method="POST", path="/v1/systemone", body=None, headers=None):
-    conn = http.client.HTTPConnection(*server.server_address[:2], timeout=10)
-    payload = json.dumps(body).encode() if isinstance(body, dict) else body
-    conn.request(method, path, body=payload, headers=headers or {})
-    r = conn.getresponse()
-    out = r.status, dict(r.getheaders()), json.loads(r.read())
-    conn.close()
-    return out
-
-
 class TestFailures(unittest.TestCase):
     def _fake(self, mode="answer", delay_s=0.0):
         fake = FakeEngine(mode, delay_s)

@@ -109,5 +109,6 @@ def routes(doc: str) -> set[tuple[str, str]]:
 
 
 def scripts(doc: str) -> set[str]:
-    """bench/ and tools/ Python scripts named anywhere (prose or commands)."""
-    return set(re.findall(r"(?<![\w/.])((?:bench|tools)/[\w-]+\.py)\b", doc))
+    """bench/ and tools/ Python scripts named anywhere (prose or commands), in their subfolders
+    (bench/measure/latency.py, tools/serve/cpu_dtype.py)."""
+    return set(re.findall(r"(?<![\w/.])((?:bench|tools)/(?:[\w-]+/)*[\w-]+\.py)\b", doc))

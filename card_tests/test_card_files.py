@@ -15,9 +15,11 @@ from onepass import config
 DOCS = {p.relative_to(ROOT).as_posix(): claims.text(p) for p in claims.documents()}
 SETTINGS = {env: (name, kind, default) for name, (kind, default, env, _) in config.SETTINGS.items()}
 # Where an ONEPASS_ variable that is not a shim setting is read: serve.sh, test.sh, the tools,
-# benches and deploy scripts, the live suites.
-READERS = ["serve.sh", "test.sh", *map(str, ROOT.glob("tools/*.py")), *map(str, ROOT.glob("bench/*")),
-           *map(str, ROOT.glob("deploy/*")), "conftest.py", *map(str, ROOT.glob("onepass/**/*.py"))]
+# benches and deploy scripts, the live suites' fixtures and their helpers (tests/support/).
+READERS = ["serve.sh", "test.sh", "conftest.py",
+           *map(str, [*ROOT.glob("tools/*/*.py"), *ROOT.glob("bench/*/*.py"),
+                      *ROOT.glob("bench/*/*.sh"), *ROOT.glob("deploy/*"),
+                      *ROOT.glob("tests/support/*.py"), *ROOT.glob("onepass/**/*.py")])]
 SOURCES = "\n".join((ROOT / p).read_text(errors="replace") for p in READERS if (ROOT / p).is_file())
 MEASURED = re.compile(r"\b(p50|p95|p99|ECE|IoU|accuracy|GFLOP/s|tok/s)\b", re.I)
 
@@ -175,14 +177,14 @@ def _number(text: str):
 
 
 def test_every_runbook_smoke_runs_in_the_suite():
-    """Each `bench/runbook_smoke.py NAME` a runbook names is a smoke the script knows, and the
-    live suite runs it (tests/live/test_runbooks_live.py), so a runbook whose smoke fails
+    """Each `bench/measure/runbook_smoke.py NAME` a runbook names is a smoke the script knows, and
+    the live suite runs it (tests/live/test_runbooks_live.py), so a runbook whose smoke fails
     fails `bash test.sh`."""
     named = {m for doc, body in DOCS.items() if doc.startswith("docs/runbooks/")
-             for m in re.findall(r"bench/runbook_smoke\.py ([a-z][\w-]+)", body)}
+             for m in re.findall(r"bench/measure/runbook_smoke\.py ([a-z][\w-]+)", body)}
     assert named, "no runbook names its smoke"
-    helped = subprocess.run([sys.executable, str(ROOT / "bench" / "runbook_smoke.py"), "--help"],
-                            capture_output=True, text=True, check=True).stdout
+    helped = subprocess.run([sys.executable, str(ROOT / "bench" / "measure" / "runbook_smoke.py"),
+                             "--help"], capture_output=True, text=True, check=True).stdout
     suite = (ROOT / "tests" / "live" / "test_runbooks_live.py").read_text()
     for name in sorted(named):
         assert name in helped, name

@@ -14,11 +14,11 @@
 #    for the target inside the image (the venv, the plugin's registration, the embedded model);
 # 4. the tag: localhost/onepass:<onepass version>-vllm<vLLM version>-<target> (deploy/k8s.yaml
 #    names the gpu tag); --push REGISTRY also pushes it as REGISTRY/onepass:<tag>.
-# Run the result: bench/image_smoke.py (docs/production.md#the-image).
+# Run the result: bench/measure/image_smoke.py (docs/production.md#the-image).
 # ONEPASS_PODMAN_ARGS: podman's global flags; ONEPASS_PODMAN_RUN_ARGS: flags for the build's
 # containers (both as on this sandbox, whose cgroups are hybrid and whose limits are capped:
 # "--runtime runc --cgroup-manager cgroupfs" and "--ulimit nofile=16384:16384 --ulimit
-# nproc=16384:16384"; bench/image_smoke.py reads the same two).
+# nproc=16384:16384"; bench/measure/image_smoke.py reads the same two).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 TARGET=cpu BASE="" WHEELS="" PUSH="" PRINT=0
@@ -43,7 +43,7 @@ while [ $# -gt 0 ]; do
 done
 case "$TARGET" in cpu|gpu) ;; *) die "--target must be cpu or gpu" ;; esac
 version=$(sed -n 's/^__version__ = "\([^"]*\)".*/\1/p' "$ROOT/onepass/__init__.py")
-vllm=$(sed -n 's/^VLLM_VERSION = "\([^"]*\)".*/\1/p' "$ROOT/tools/verify_install.py")
+vllm=$(sed -n 's/^VLLM_VERSION = "\([^"]*\)".*/\1/p' "$ROOT/tools/serve/verify_install.py")
 TAG="onepass:${version}-vllm${vllm}-${TARGET}"
 [ "$PRINT" = 1 ] && { echo "$TAG"; exit 0; }
 command -v podman >/dev/null || die "podman not found: apt-get install -y podman"

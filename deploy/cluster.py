@@ -6,7 +6,8 @@ stacks (each in its own session, so a Ctrl-C reaches only this process, which st
 order), reading each serve.sh's PIDs and ready line, the balancer's view of each server (its
 runtime API socket), a rolling restart, and stopping every process it started, by PID.
 Never: changes serve.sh, the shim or their settings beyond ports and log dirs.
-Used by deploy/scale.py (the command), tests/live/test_balancer_live.py and bench/scale.py.
+Used by deploy/scale.py (the command), tests/live/test_balancer_live.py and
+bench/measure/balancer_scale.py.
 Standard library only.
 """
 from __future__ import annotations

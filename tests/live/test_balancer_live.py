@@ -18,8 +18,11 @@ import time
 from datetime import datetime
 
 import pytest
-from conftest import ROOT, VLLM_TEST_ARGS, Clients, clean_env, free_port, request
-from test_systemone_live import NOUL, body
+
+from tests.support.client_threads import Clients
+from tests.support.json_http import request
+from tests.support.live_bodies import NOUL, body
+from tests.support.live_stack import ROOT, VLLM_TEST_ARGS, clean_env, free_port
 
 import sys
 sys.path.insert(0, str(ROOT / "deploy"))

@@ -1,6 +1,6 @@
-"""bench/evaluate.py and bench/fit_calibration.py against the session's real server, on small
-slices of the development data; and bench/metrics.py (plus the fit's maths) on hand-computed
-numbers, without the server."""
+"""bench/measure/evaluate.py and bench/fit/fit_calibration.py against the session's real server,
+on small slices of the development data; and bench/lib/decision_metrics.py (plus the fit's maths)
+on hand-computed numbers, without the server."""
 import json
 import math
 import subprocess
@@ -9,12 +9,12 @@ import sys
 import pytest
 from PIL import Image
 
-from conftest import ROOT
+from tests.support.live_stack import ROOT
 
-sys.path.insert(0, str(ROOT / "bench"))
+sys.path[:0] = [str(ROOT / "bench" / d) for d in ("data", "lib", "fit")]
+import decision_metrics as metrics  # noqa: E402
 import devdata  # noqa: E402
 import fit_calibration  # noqa: E402
-import metrics  # noqa: E402
 
 SYS1 = devdata.DEFAULT_DATA / "sys1bench" / "support_tickets-200-seed42.jsonl"
 BIGBENCH = devdata.DEFAULT_DATA / "bigbench" / "sports_understanding"  # short inputs: cheap
@@ -23,6 +23,7 @@ needs_data = pytest.mark.skipif(not (SYS1.exists() and BIGBENCH.exists()),
 
 
 def run_tool(script: str, *args) -> str:
+    """bench/SCRIPT (e.g. measure/evaluate.py) run with ARGS: its output."""
     proc = subprocess.run([sys.executable, str(ROOT / "bench" / script), *map(str, args)],
                           cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -38,7 +39,7 @@ def test_evaluate_slice(stack, tmp_path):
     """Two eval items of a sys1bench family (3 questions each) and of a BIG-bench task, with the
     order check: every task has its metrics, in range, over exactly the questions sent."""
     out = tmp_path / "eval.json"
-    stdout = run_tool("evaluate.py", "--url", stack.url, "--data", SYS1, BIGBENCH,
+    stdout = run_tool("measure/evaluate.py", "--url", stack.url, "--data", SYS1, BIGBENCH,
                       "--split", "eval", "--limit", 2, "--order-check", "--json", out)
     doc = json.loads(out.read_text())
     want = {"support_tickets": 6, "bigbench/sports_understanding": 2}
@@ -63,7 +64,7 @@ def test_fit_calibration_writes_a_copy(stack, tmp_path):
     config, png = tmp_path / "serve_config.json", tmp_path / "reliability.png"
     config.write_text(json.dumps(original, indent=2, ensure_ascii=False) + "\n")
     profile = original["default_profile"]
-    run_tool("fit_calibration.py", "--url", stack.url, "--data", SYS1, "--limit", 2,
+    run_tool("fit/fit_calibration.py", "--url", stack.url, "--data", SYS1, "--limit", 2,
              "--profile", profile, "--config", config, "--write", "--png", png)
     written = json.loads(config.read_text())
     calibration = written["profiles"][profile]["calibration"]
@@ -71,7 +72,7 @@ def test_fit_calibration_writes_a_copy(stack, tmp_path):
     assert set(temps) == {"noul", "choice", "score"}
     assert all(isinstance(t, float) and 0 < t < math.inf for t in temps.values())
     fitted = calibration["fitted"]["temperature"]
-    assert fitted["tool"] == "bench/fit_calibration.py" and "6 questions" in fitted["on"]
+    assert fitted["tool"] == "bench/fit/fit_calibration.py" and "6 questions" in fitted["on"]
     before = original["profiles"][profile].get("calibration") or {}
     assert {k: v for k, v in calibration.items() if k not in ("temperature", "fitted")} == \
         {k: v for k, v in before.items() if k not in ("temperature", "fitted")}

@@ -7,7 +7,7 @@ every image form gives the same answer, every mode answers in range, what the mo
 converted by the profile's convention, refusals are 4xx in the contract's shape, nothing of an
 image or a box reaches a log. This model writes boxes whose last three numbers are equal (zero
 area, so `found: false`) or null: a found generated box is covered by the unit tests
-(tests/unit/test_boxes.py), a found box here comes from the edges.
+(tests/unit/kinds/test_box.py), a found box here comes from the edges.
 """
 import base64
 import json
@@ -15,14 +15,15 @@ import sys
 import threading
 from http.server import ThreadingHTTPServer
 
-from conftest import ROOT, free_port, request, start_shim, wait_health
-from test_images_live import RED, Images, multipart, url
+from tests.support.image_requests import RED, Images, multipart, url
+from tests.support.json_http import request
+from tests.support.live_stack import ROOT, free_port, start_shim, wait_health
 
 from onepass.backend.warmup import png
 from onepass.kinds import box_geometry
 from onepass.profile import load_profile
 
-sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "bench" / "measure"))
 import determinism  # noqa: E402
 
 CONVENTION = box_geometry.convention(load_profile(
@@ -177,7 +178,7 @@ def test_refusals_are_4xx_in_the_contracts_shape(vision_stack, stack):
 def test_repeated_requests_give_the_same_box(vision_stack):
     """Greedy generation and reads: the same request twice is the same answer; and a fresh
     picture's box and reads alone (cold cache), beside background requests, then warm:
-    byte-identical (bench/determinism.py --box, the loop of test_determinism_live.py)."""
+    byte-identical (bench/measure/determinism.py --box, the loop of test_determinism_live.py)."""
     q = {"b": {**FIND, "box": {"mode": "hybrid"}}, "c": {
         "type": "choice", "instructions": "Colour?", "criteria": {"red": None, "blue": None}}}
     first = answered(vision_stack, {"photo": url(RED)}, q)

@@ -3,9 +3,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from contract import check_response
-from test_decisions_live import client as openai_client
-from test_systemone_live import CHOICE, NOUL, SCORE, TICKET, raw
+from tests.support.live_bodies import CHOICE, NOUL, SCORE, TICKET, raw
+from tests.support.openai_client import client as openai_client
+from tests.support.response_contract import check_response
 
 
 def test_typesafe_sdk_system_one_and_models(stack):
@@ -75,13 +75,13 @@ def test_sixteen_parallel_requests(stack):
 
 
 def test_load_bench_short_run(stack):
-    """bench/load.py: 8 clients for 6 s against the stack: every request answered (exit 0),
+    """bench/measure/load.py: 8 clients for 6 s against the stack: every request answered (exit 0),
     valid ones 200, invalid ones 422 or 404, oversized ones 413, the shim's RSS read."""
     import json
     import subprocess
     import sys
-    from conftest import ROOT
-    out = subprocess.run([sys.executable, str(ROOT / "bench" / "load.py"), stack.url,
+    from tests.support.live_stack import ROOT
+    out = subprocess.run([sys.executable, str(ROOT / "bench" / "measure" / "load.py"), stack.url,
                           "--clients", "8", "--minutes", "0.1"], capture_output=True, text=True,
                          timeout=300)
     assert out.returncode == 0, out.stdout + out.stderr

@@ -11,7 +11,7 @@ import json
 import sys
 
 import pytest
-from conftest import ROOT
+from tests.support.paths import ROOT
 
 from onepass import STEPS, config, kinds
 from onepass.api import systemone

@@ -1,28 +1,11 @@
 """/v1/decisions through the real openai==3.51.0 client against the real stack (shim + vLLM), and the
 same decision through both APIs."""
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
-from conftest import ROOT, free_port, request, start_shim, wait_health
-from openai_calls import CHOICE, PREDICATE, SCORE, TICKET
-
-CLIENTS = Path(os.environ.get("ONEPASS_VENV", ROOT / ".venv")) / "clients"
-
-
-def client(base: str, scenario: str, key: str = "sk-anything") -> dict:
-    """One scenario of tests/live/openai_calls.py in its own interpreter with openai 3.51.0 first."""
-    env = {**os.environ, "PYTHONPATH": str(CLIENTS)}
-    proc = subprocess.run([sys.executable, str(ROOT / "tests" / "live" / "openai_calls.py"), base,
-                           scenario, key], env=env, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    out = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert out.pop("version") == "3.51.0"
-    return out
+from tests.support.json_http import request
+from tests.support.live_stack import free_port, start_shim, wait_health
+from tests.support.openai_calls import CHOICE, PREDICATE, SCORE, TICKET
+from tests.support.openai_client import client
 
 
 def check_decision(out: dict, names: list) -> list:

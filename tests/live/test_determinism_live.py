@@ -1,21 +1,22 @@
-"""The same request, the same answer, on the dtype serve.sh ships on this CPU (tools/cpu_dtype.py's
-choice, not the fp32 the other live tests pin when it differs): fresh requests with every read
-kind, a number question and, for some, thoughts (reasoning on, trace) answered alone with a cold
-prefix cache, then beside background requests of other shapes, then again warm: byte-identical
-answers and thoughts. bench/determinism.py runs the same loop over 200 pairs and more."""
+"""The same request, the same answer, on the dtype serve.sh ships on this CPU
+(tools/serve/cpu_dtype.py's choice, not the fp32 the other live tests pin when it differs): fresh
+requests with every read kind, a number question and, for some, thoughts (reasoning on, trace)
+answered alone with a cold prefix cache, then beside background requests of other shapes, then
+again warm: byte-identical answers and thoughts. bench/measure/determinism.py runs the same loop
+over 200 pairs and more."""
 import subprocess
 import sys
 
 import pytest
 
-from conftest import ROOT, serve_stack, stop_stack
+from tests.support.live_stack import ROOT, serve_stack, stop_stack
 
-sys.path.insert(0, str(ROOT / "bench"))
+sys.path.insert(0, str(ROOT / "bench" / "measure"))
 import determinism  # noqa: E402
 
 
 def shipped_dtype() -> str:
-    out = subprocess.run([sys.executable, str(ROOT / "tools" / "cpu_dtype.py"), "auto"],
+    out = subprocess.run([sys.executable, str(ROOT / "tools" / "serve" / "cpu_dtype.py"), "auto"],
                          capture_output=True, text=True, check=True).stdout.split("\n")
     return out[0].strip()
 
@@ -46,7 +47,7 @@ def test_fixed_row_gemm_gives_a_row_the_same_bits_at_any_place(dtype):
     """The engine plugin's GEMM (vLLM's CPU linear called in fixed rows, invariant.py): a slice
     of a batch comes out with the bits it has inside the batch, for SmolLM2's projection and
     head shapes, in both dtypes. Called plainly, oneDNN's GEMM broke this on an AMX CPU in bf16
-    and fp32 (bench/kernel_invariance.py; docs/determinism.md)."""
+    and fp32 (bench/measure/kernel_invariance.py; docs/determinism.md)."""
     import torch
     from onepass_engine.invariant import cast_linear, fixed_rows, rows_per_call
     torch.manual_seed(0)

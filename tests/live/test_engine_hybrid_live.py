@@ -1,7 +1,7 @@
-"""The engine plugin on a hybrid model: a tiny random-weight Qwen3-Next (Gated DeltaNet layers
-plus full attention, bf16, prefix caching in vLLM's `align` mode) built by tools/build_hybrid.py,
-served by vLLM with the plugin and by stock vLLM with the same flags. Its answers mean nothing;
-the code paths (recurrent layers, state-block-aligned prefill splits) are the point."""
+"""The engine plugin on a hybrid model: a tiny random-weight Qwen3-Next (Gated DeltaNet layers plus
+full attention, bf16, prefix caching in vLLM's `align` mode) built by tools/models/build_hybrid.py,
+served by vLLM with the plugin and by stock vLLM with the same flags. Its answers mean nothing; the
+code paths (recurrent layers, state-block-aligned prefill splits) are the point."""
 import concurrent.futures as cf
 import json
 import subprocess
@@ -9,10 +9,10 @@ import sys
 
 import pytest
 
-import hf_reference
-from conftest import CACHE, ROOT, start_vllm
-from engine_calls import (LABELS, PROMPTS, cached_tokens, complete, label_logprobs, tokenize,
-                          unique)
+from tests.support import hf_reference
+from tests.support.engine_calls import (LABELS, PROMPTS, cached_tokens, complete, label_logprobs,
+                                        tokenize, unique)
+from tests.support.live_stack import CACHE, ROOT, start_vllm
 
 TWO_WAY = "bidirectional"
 NAME = "smollm2-135m-instruct"  # engine_calls' model name; the hybrid uses SmolLM2's tokenizer
@@ -25,7 +25,7 @@ FILLER = " Each entry of the log records a reading, a time and the sensor that t
 @pytest.fixture(scope="module")
 def hybrid(tmp_path_factory):
     model = CACHE / "models" / "qwen3-next-tiny"
-    subprocess.run([sys.executable, str(ROOT / "tools" / "build_hybrid.py"), str(model)],
+    subprocess.run([sys.executable, str(ROOT / "tools" / "models" / "build_hybrid.py"), str(model)],
                    check=True, capture_output=True)
     logs = tmp_path_factory.mktemp("hybrid")
     plugin = start_vllm(model, NAME, ARGS, "onepass_two_way", logs / "plugin.log")

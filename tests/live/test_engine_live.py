@@ -7,10 +7,10 @@ import math
 
 import pytest
 
-import hf_reference
-from conftest import SMOLLM2
-from engine_calls import (LABELS, PROMPTS, cached_tokens, complete, label_logprobs, tokenize,
-                          unique)
+from tests.support import hf_reference
+from tests.support.engine_calls import (LABELS, PROMPTS, cached_tokens, complete, label_logprobs,
+                                        tokenize, unique)
+from tests.support.live_stack import SMOLLM2
 
 TWO_WAY = "bidirectional"
 FILLER = " The order history lists every payment, refund and message in date order." * 40
@@ -117,7 +117,7 @@ def test_two_way_waits_for_a_whole_step_beside_a_chunked_prefill(stack):
 @pytest.fixture(scope="module")
 def bf16(tmp_path_factory):
     """The plugin on SmolLM2 in bf16 (native on AVX512_BF16/AMX CPUs, emulated on AVX2 ones)."""
-    from conftest import VLLM_TEST_ARGS, start_vllm
+    from tests.support.live_stack import VLLM_TEST_ARGS, start_vllm
     args = ("--dtype", "bfloat16", "--enforce-eager", "--block-size", "32", "--max-model-len",
             "4096", *VLLM_TEST_ARGS)
     server = start_vllm(SMOLLM2, "smollm2-135m-instruct", args, "onepass_two_way",
@@ -158,7 +158,7 @@ def test_two_way_equals_hf_in_bf16(bf16):
 @pytest.fixture(scope="module")
 def bf16_fp32_head(tmp_path_factory):
     """The same bf16 server with the lm_head in fp32, as serve.sh starts a bf16 model."""
-    from conftest import VLLM_TEST_ARGS, start_vllm
+    from tests.support.live_stack import VLLM_TEST_ARGS, start_vllm
     args = ("--dtype", "bfloat16", "--enforce-eager", "--block-size", "32", "--max-model-len",
             "4096", "--hf-overrides", '{"head_dtype": "float32"}', *VLLM_TEST_ARGS)
     server = start_vllm(SMOLLM2, "smollm2-135m-instruct", args, "onepass_two_way",
@@ -168,7 +168,7 @@ def bf16_fp32_head(tmp_path_factory):
 
 
 def shim_health(vllm_url) -> tuple[int, dict]:
-    from conftest import free_port, start_shim, wait_health
+    from tests.support.live_stack import free_port, start_shim, wait_health
     port = free_port()
     proc = start_shim(vllm_url, port)
     try:

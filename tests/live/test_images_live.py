@@ -6,23 +6,20 @@ the same image sent in different forms reads exactly the same, limits are 422s n
 import base64
 import json
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 
 import pytest
-from conftest import ROOT, free_port, request, start_shim, wait_health
-from test_decisions_live import client
 
 from onepass.backend.warmup import png
+from tests.support.image_requests import BLUE, RED, Images, multipart, url
+from tests.support.json_http import request
+from tests.support.live_stack import ROOT, free_port, start_shim, wait_health
+from tests.support.openai_client import client
 
-RED, BLUE = png(40, 30, (255, 0, 0)), png(40, 30, (0, 0, 255))
 QUESTIONS = {"colour": {"type": "choice", "instructions": "Which colour is [image 1]?",
                         "criteria": {"red": None, "blue": None, "green": "grass"}},
              "dark": {"type": "noul", "instructions": "Is the picture dark?"},
              "bright": {"type": "score", "criteria": ["dim", "normal", "bright"]}}
-
-
-def url(data: bytes) -> str:
-    return "data:image/png;base64," + base64.b64encode(data).decode()
 
 
 def answers(stack, state, path="/v1/systemone", **extra):
@@ -36,16 +33,6 @@ def numbers(doc) -> list:
     a = doc["answers"]
     return [*a["colour"]["probabilities"].values(), a["dark"]["noul"],
             *a["bright"]["probabilities"].values()]
-
-
-def multipart(request_json: dict, files: dict, boundary="d6f56c2db99e474a9bdd48fa83fb62ab"):
-    """The TypeSafe SDK's layout (wire contract 7.2): the JSON part, then one part per asset."""
-    out = (f'--{boundary}\r\nContent-Disposition: form-data; name="request"\r\n'
-           f"Content-Type: application/json\r\n\r\n").encode() + json.dumps(request_json).encode()
-    for name, data in files.items():
-        out += (f'\r\n--{boundary}\r\nContent-Disposition: form-data; name="{name}"; '
-                f'filename="{name}"\r\nContent-Type: image/png\r\n\r\n').encode() + data
-    return out + f"\r\n--{boundary}--\r\n".encode(), f"multipart/form-data; boundary={boundary}"
 
 
 def test_the_answer_moves_with_the_image_and_repeats_for_the_same(vision_stack):
@@ -146,20 +133,6 @@ def test_two_way_reads_images_too(vision_stack):
     causal = numbers(answers(vision_stack, {"photo": url(RED)}))
     two_way = answers(vision_stack, {"photo": url(RED)}, attention_mode="bidirectional")
     assert two_way["x_attention_mode"] == "bidirectional" and numbers(two_way) != causal
-
-
-class Images(BaseHTTPRequestHandler):
-    def do_GET(self):
-        body, kind = {"/red.png": (RED, "image/png"), "/page": (b"<html>", "text/html")}.get(
-            self.path, (b"", "text/plain"))
-        self.send_response(200 if body else 404)
-        self.send_header("Content-Type", kind)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
 
 
 def test_links_fetched_by_the_shim_read_like_inline_images(vision_stack):

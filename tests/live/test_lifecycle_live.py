@@ -12,9 +12,12 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import (ROOT, Clients, free_port, launch_serve, request, serve_stack, start_shim,
-                      wait_health)
-from test_systemone_live import NOUL, body
+
+from tests.support.client_threads import Clients
+from tests.support.json_http import request
+from tests.support.live_bodies import NOUL, body
+from tests.support.live_stack import (ROOT, free_port, launch_serve, serve_stack, start_shim,
+                                      wait_health)
 
 pytestmark = pytest.mark.last
 

@@ -4,8 +4,9 @@ import json
 
 import pytest
 
-from conftest import ROOT, free_port, request, start_shim, wait_health
-from contract import check_response
+from tests.support.json_http import request
+from tests.support.live_stack import ROOT, free_port, start_shim, wait_health
+from tests.support.response_contract import check_response
 
 CONTEXT = 1024  # the second shim's profile: a small context keeps the CPU reads short
 FILLER = ("Paragraph {i}: the weather in the harbour town stayed grey, with rain over the hills "

@@ -8,7 +8,8 @@ import threading
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from conftest import free_port, request, start_shim, wait_health
+from tests.support.json_http import request
+from tests.support.live_stack import free_port, start_shim, wait_health
 
 KEY = "k-live-metrics-7f3a"
 AUTH = {"Authorization": f"Bearer {KEY}"}

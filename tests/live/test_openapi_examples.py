@@ -9,7 +9,7 @@ import re
 import jsonschema
 import pytest
 
-from conftest import ROOT
+from tests.support.live_stack import ROOT
 from onepass import config, openapi
 
 DOC = openapi.document(config.load(["--config", str(ROOT / "serve_config.json")], environ={}))

@@ -16,7 +16,7 @@ from schemathesis.specs.openapi.checks import (content_type_conformance, negativ
                                                response_schema_conformance,
                                                status_code_conformance)
 
-from conftest import ROOT
+from tests.support.live_stack import ROOT
 from onepass import config, openapi
 
 MAX_EXAMPLES = 25  # per operation and mode: the run stays within ~3 min on 2 CPU cores

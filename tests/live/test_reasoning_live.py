@@ -4,12 +4,13 @@ the embedded SmolLM2-135M on vLLM CPU; the tiny vision model for the image route
 The model is tiny: these tests check what the product promises whatever the model's skill
 (numbers always parse under the constraint, the gate follows the first read, the same request
 gives the same thought, counts add up, limits and logs), not that thinking helps; that is
-measured by bench/reasoning.py.
+measured by bench/measure/reasoning_modes.py.
 """
 import base64
 
-from conftest import ROOT, request
-from test_images_live import RED
+from tests.support.image_requests import RED
+from tests.support.json_http import request
+from tests.support.live_stack import ROOT
 
 from onepass.kinds.number import WHOLE
 from onepass.profile import load_profile

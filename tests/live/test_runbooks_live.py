@@ -1,4 +1,4 @@
-"""The runbooks' smokes against the real stack: bench/runbook_smoke.py sends each harness's
+"""The runbooks' smokes against the real stack: bench/measure/runbook_smoke.py sends each harness's
 handful of requests (its shape, headers, timeout, one at a time) and reads the answers the way
 the harness does (docs/runbooks/). Text harnesses on the session's embedded SmolLM2 stack, the
 Box track on the tiny random-weight vision stack (plumbing only: its boxes are noise). Each smoke
@@ -8,14 +8,16 @@ import subprocess
 import sys
 
 import pytest
-from conftest import ROOT
+
+from tests.support.live_stack import ROOT
+
+SMOKE = ROOT / "bench" / "measure" / "runbook_smoke.py"
 
 
 def smoke(name, url, tmp_path):
     out = tmp_path / f"{name}.json"
-    run = subprocess.run([sys.executable, "-S", str(ROOT / "bench" / "runbook_smoke.py"), name,
-                          "--url", url, "--json", str(out)], capture_output=True, text=True,
-                         timeout=300)
+    run = subprocess.run([sys.executable, "-S", str(SMOKE), name, "--url", url, "--json", str(out)],
+                         capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stdout + run.stderr
     print(run.stdout)  # the smoke's own lines, for the runbook's timings (pytest -rP shows them)
     doc = json.loads(out.read_text())
@@ -46,7 +48,7 @@ def test_box_track_smoke_passes(vision_stack, tmp_path):
 def test_a_text_smoke_fails_where_its_harness_would(stack, tmp_path):
     """The Decision Index smoke names a concrete model the server does not serve: the kit's
     request gets a 404, which it records as an error; the smoke exits 1 saying so."""
-    run = subprocess.run([sys.executable, "-S", str(ROOT / "bench" / "runbook_smoke.py"),
+    run = subprocess.run([sys.executable, "-S", str(SMOKE),
                           "decision-index", "--url", stack.url, "--model", "default"],
                          capture_output=True, text=True, timeout=120)
     assert run.returncode == 1, run.stdout + run.stderr

@@ -2,40 +2,14 @@
 import gzip
 import json
 import math
-from dataclasses import asdict, replace
+from dataclasses import replace
 
 import pytest
 
-from conftest import ROOT
-
-from contract import check_response
-from onepass.config import Layout
-
-TICKET = "I was charged twice for my subscription this month. Please refund one charge."
-NOUL = {"type": "noul", "instructions": "Is the customer asking for money back?"}
-CHOICE = {"type": "choice", "instructions": "Which team should handle this?",
-          "criteria": {"Billing": "Payments and refunds", "Technical": "Bugs and outages",
-                       "Sales": "Pricing and upgrades"}}
-SCORE = {"type": "score", "instructions": "How angry is the customer?",
-         "criteria": ["Calm", "Frustrated", "Very angry"]}
-
-
-# The embedded profile's fitted temperatures flatten SmolLM2's answers toward uniform, which would
-# make the 0.02 invariance tolerances below easy to meet; those tests read untempered instead.
-UNTEMPERED = {"temperature": {"noul": 1.0, "choice": 1.0, "score": 1.0}, "noul_floor": 0.0,
-              "reread_below": 0.0, "label_prior": {}}
-
-
-PLAIN = asdict(Layout())  # every technique off: the dataclass defaults
-
-
-def body(questions, state=TICKET, **extra):
-    return {"model": "jev-latest", "state": state, "questions": questions, **extra}
-
-
-def raw(questions, state=TICKET, **extra):
-    """body() read untempered (kwargs.calibration), for the invariance checks."""
-    return body(questions, state, kwargs={"calibration": UNTEMPERED}, **extra)
+from tests.support.live_bodies import (CHOICE, NOUL, PLAIN, SCORE, TICKET, UNTEMPERED, body,
+                                       raw)
+from tests.support.live_stack import ROOT
+from tests.support.response_contract import check_response
 
 
 def ok(stack, request, headers=None):

@@ -3,9 +3,10 @@ overrides, and the re-read of uncertain answers (a profile with reread_below set
 import json
 import math
 
-from conftest import ROOT, free_port, request, start_shim, wait_health
-from contract import check_response
-from test_systemone_live import PLAIN, UNTEMPERED
+from tests.support.json_http import request
+from tests.support.live_bodies import PLAIN, UNTEMPERED
+from tests.support.live_stack import ROOT, free_port, start_shim, wait_health
+from tests.support.response_contract import check_response
 
 CHOICE = {"type": "choice", "instructions": "Which team should handle it?",
           "criteria": {"billing": "Payments and refunds", "tech": "Bugs and outages",

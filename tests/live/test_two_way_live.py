@@ -9,12 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from conftest import (CPU_ARGS, ROOT, SMOLLM2, clean_env, free_port, request, start_shim,
-                      wait_health)
-import test_systemone_live
+from tests.support import live_bodies
+from tests.support.json_http import request
+from tests.support.live_stack import (CPU_ARGS, ROOT, SMOLLM2, clean_env, free_port, start_shim,
+                                      wait_health)
 
 # Read untempered: the probe references and the mode comparison are about the raw label odds.
-UNTEMPERED = {"calibration": test_systemone_live.UNTEMPERED}
+UNTEMPERED = {"calibration": live_bodies.UNTEMPERED}
 NOUL_BODY = {"model": "jev-latest", "state": "The parcel arrived crushed and the mug is broken.",
              "questions": {"damaged": {"type": "noul", "instructions": "Was the item damaged?"}},
              "kwargs": UNTEMPERED}
@@ -197,18 +198,19 @@ def tool(*args) -> subprocess.CompletedProcess:
 def test_vllm_patches_apply_only_to_a_dedicated_venv(tmp_path):
     """vllm_patches: refused on the plugin's venv (exit 2); applied to a stock one, whose
     verification then accepts exactly the patched bytes and catches any other change."""
-    refused = tool(ROOT / "tools" / "vllm_patches.py", "apply", site_packages().parents[2])
+    patches = ROOT / "tools" / "serve" / "vllm_patches.py"
+    refused = tool(patches, "apply", site_packages().parents[2])
     assert refused.returncode == 2 and "plugin" in refused.stderr
     venv = fake_stock_venv(tmp_path)
-    assert tool(ROOT / "tools" / "vllm_patches.py", "apply", venv).returncode == 0
-    assert tool(ROOT / "tools" / "vllm_patches.py", "apply", venv).returncode == 0  # idempotent
+    assert tool(patches, "apply", venv).returncode == 0
+    assert tool(patches, "apply", venv).returncode == 0  # idempotent
     patched = next(venv.glob("lib/*/site-packages")) / "vllm/v1/core/sched/scheduler.py"
     assert "skip_request(request_queue)\n                            continue" in \
         patched.read_text()
-    verify = ROOT / "tools" / "verify_install.py"
+    verify = ROOT / "tools" / "serve" / "verify_install.py"
     assert tool(verify, "verify", venv, "--patched").returncode == 0
     assert tool(verify, "verify", venv).returncode == 3  # a patched venv is not a plugin venv
     patched.write_text(patched.read_text() + "# edited\n")
     result = tool(verify, "verify", venv, "--patched")
     assert result.returncode == 3 and "scheduler.py differs" in result.stderr
-    assert tool(ROOT / "tools" / "vllm_patches.py", "check", venv).returncode == 3
+    assert tool(patches, "check", venv).returncode == 3

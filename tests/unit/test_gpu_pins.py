@@ -1,4 +1,4 @@
-"""Stdlib tests of tools/check_gpu_pins.py: the pure parts offline (requirements, versions,
+"""Stdlib tests of tools/serve/check_gpu_pins.py: the pure parts offline (requirements, versions,
 markers, the lock, torchcodec's table, the conflict check), then deps/gpu.txt against the
 registry's published metadata through the venv's pip, skipped with the reason where pip or the
 registry cannot be reached."""
@@ -8,7 +8,7 @@ import unittest
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tools"))
+sys.path.insert(0, str(ROOT / "tools" / "serve"))
 import check_gpu_pins as cg  # noqa: E402
 
 ENV = dict(cg.TARGET, python_version="3.11", python_full_version="3.11.7")
@@ -119,7 +119,7 @@ class PureTest(unittest.TestCase):
 
 class RegistryTest(unittest.TestCase):
     def test_deps_gpu_txt_is_consistent_on_the_registry(self):
-        """tools/check_gpu_pins.py against the registry: the lock's published metadata agrees
+        """tools/serve/check_gpu_pins.py against the registry: the lock's published metadata agrees
         with itself (a dry run through the venv's pip; nothing is installed)."""
         python = Path(os.environ.get("ONEPASS_VENV") or ROOT / ".venv") / "bin" / "python"
         pins = cg.read_pins((ROOT / "deps" / "gpu.txt").read_text())

@@ -1,31 +1,16 @@
 """metrics.py (the text exposition format) and telemetry.py (what a finished request counts),
 standard library only; the live test parses a real scrape with prometheus_client."""
 import json
-import re
 import subprocess
 import sys
 import threading
 import time
 import unittest
-from pathlib import Path
 
 from onepass import telemetry
 from onepass.metrics import FREE, OTHER, Registry, number
-
-ROOT = Path(__file__).resolve().parents[2]
-SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{.*\})? (\S+)$')
-
-
-def samples(text: str) -> dict:
-    """{name{labels}: value} of every sample line, checking each line's grammar."""
-    out = {}
-    for line in text.splitlines():
-        if line.startswith("#"):
-            continue
-        m = SAMPLE.match(line)
-        assert m, f"not a sample line: {line!r}"
-        out[m.group(1) + (m.group(2) or "")] = float(m.group(3))
-    return out
+from tests.support.paths import ROOT
+from tests.support.prometheus_text import samples
 
 
 class TestRendering(unittest.TestCase):

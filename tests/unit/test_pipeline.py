@@ -11,7 +11,7 @@ from onepass.backend.probes import Facts
 from onepass.decision import CAUSAL, TWO_WAY, Decision, Option, Question, ReadResult
 from onepass.errors import InvalidRequest, ModelNotFound, OverBudget, Problem
 from onepass.pipeline import Pipeline
-from test_shim import LABELS, PROFILE
+from tests.support.unit_profile import LABELS, PROFILE
 
 NOUL_Q = Question("noul", "Refund?", (Option("true", None), Option("false", None)))
 

@@ -9,7 +9,7 @@ from unittest import mock
 
 from onepass import procstats
 from onepass.metrics import Registry
-from tests.unit.test_metrics import samples
+from tests.support.prometheus_text import samples
 
 
 def scrape() -> dict:

@@ -13,7 +13,7 @@ from onepass.api import Limits, decisions, systemone
 from onepass.api.checks import Checker
 from onepass.decision import BOX, CHOICE, NOUL, NUMBER, SCORE
 from onepass.profile import load_profile
-from test_shim import ROOT
+from tests.support.paths import ROOT
 
 LIMITS = Limits(max_choice_options=255, max_questions=400)
 Q = {"r": {"type": "noul", "instructions": "Refund?"}}

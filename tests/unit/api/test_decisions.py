@@ -3,7 +3,6 @@ internal Decision, answers and errors in OpenAI's shapes, and the same prompts a
 for the same decision. Run: python3 -m unittest tests.unit.api.test_decisions
 """
 import json
-import sys
 import unittest
 
 from onepass import readout
@@ -12,13 +11,13 @@ from onepass.decision import CHOICE, NOUL, SCORE, Option, ReadResult
 from onepass.errors import (AuthInvalid, AuthMissing, InvalidRequest, ModelNotFound,
                             Overloaded)
 from onepass.prompt.layout import layout
-from test_shim import LABELS, PROFILE, ROOT, parse_with
+from tests.support.build_decision import from_body
+from tests.support.openai_calls import CHOICE as CHOICE_Q, PREDICATE, SCORE as SCORE_Q
+from tests.support.unit_profile import LABELS, PROFILE
 
-sys.path.insert(0, str(ROOT / "tests" / "live"))
-from openai_calls import CHOICE as CHOICE_Q, PREDICATE, SCORE as SCORE_Q  # noqa: E402
 
 def parse(request, api=decisions, **kw):
-    return parse_with(api, request, **kw)
+    return from_body(api, request, **kw)
 def body(questions, **extra):
     return {"model": "jev-latest", "input": "I was charged twice.", "questions": questions,
             **extra}

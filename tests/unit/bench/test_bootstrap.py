@@ -1,4 +1,4 @@
-"""Stdlib-only tests of bench/bootstrap.py, both of its uses: rows compared with the first
+"""Stdlib-only tests of bench/lib/bootstrap.py, both of its uses: rows compared with the first
 (`bootstrap.py ROW.json ROW.json`) and models compared per unit of latency (`--model NAME
 EVAL.json LATENCY.txt`). Brier skill against the uniform answer, intervals that hold the point
 estimate and are reproducible, a paired difference of a row with itself, records told apart by
@@ -14,12 +14,12 @@ import unittest
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[3]
-sys.path.insert(0, str(ROOT / "bench"))  # bench/ is scripts, not a package
+sys.path.insert(0, str(ROOT / "bench" / "lib"))  # bench/ is scripts, not a package
 import bootstrap  # noqa: E402
 
 
 def rec(i: int, probs: dict, gold: str, qid: str = "q") -> dict:
-    """A record as bench/evaluate.py writes it (metrics.record with id and qid)."""
+    """A record as bench/measure/evaluate.py writes it (metrics.record with id and qid)."""
     return {"task": "t", "id": str(i), "qid": qid, "kind": "choice", "probabilities": probs,
             "gold_key": gold, "top_key": max(probs, key=probs.get)}
 
@@ -78,7 +78,7 @@ class CommandLine(unittest.TestCase):
         return self.write(name, json.dumps({"records": records}))
 
     def latency(self, name: str, p50_ms: float) -> str:
-        """What bench/latency.py prints: a text line, then each case's JSON line."""
+        """What bench/measure/latency.py prints: a text line, then each case's JSON line."""
         lines = [f"(b) four questions: shim p50 {p50_ms} ms",
                  json.dumps({"case": "(a) one choice", "shim_p50_ms": 1.0}),
                  json.dumps({"case": "b: four questions", "shim_p50_ms": p50_ms})]

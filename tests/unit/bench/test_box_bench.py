@@ -1,4 +1,4 @@
-"""Stdlib-only tests of the box bench (bench/box_metrics.py, box_scenes.py, box_eval.py,
+"""Stdlib-only tests of the box bench (bench/lib/box_metrics.py, box_scenes.py, box_eval.py,
 fit_box_calibration.py): IoU and ECE of known cases, the logistic and temperature fits recovering
 known parameters, every referring expression picking out exactly its target, the split, a reply's
 scoring, the config write; with Pillow, each drawn shape lies inside its true box.
@@ -13,7 +13,8 @@ import unittest
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[3]
-sys.path.insert(0, str(ROOT / "bench"))  # bench/ is scripts, not a package
+# bench/ is scripts, not a package
+sys.path[:0] = [str(ROOT / "bench" / d) for d in ("data", "lib", "measure", "fit")]
 import box_eval  # noqa: E402
 import box_metrics as bm  # noqa: E402
 import box_scenes  # noqa: E402
@@ -171,8 +172,8 @@ class TestEvalAndFitTools(unittest.TestCase):
         original = (ROOT / "serve_config.json").read_text(encoding="utf-8")
         profile = next(name for name, p in json.loads(original)["profiles"].items()
                        if (p.get("vision") or {}).get("box"))
-        fitted = {"by": "bench/fit_box_calibration.py", "n": 2, "split": "fit",
-                  "data": "bench/box_scenes.py --seed 0 --n 4", "date": "2026-01-01"}
+        fitted = {"by": "bench/fit/fit_box_calibration.py", "n": 2, "split": "fit",
+                  "data": "bench/data/box_scenes.py --seed 0 --n 4", "date": "2026-01-01"}
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "serve_config.json"
             path.write_text(original, encoding="utf-8")

@@ -1,6 +1,7 @@
-"""Stdlib-only tests of bench/runbook_smoke.py and runbook_items.py against a stub server: each
-harness's answer checks accept what the harness accepts and refuse what it refuses, JevBench's
-retry rule, the Decision Index's capacity rule, the exit codes, the items' own shape.
+"""Stdlib-only tests of bench/measure/runbook_smoke.py and bench/data/runbook_items.py against a
+stub server: each harness's answer checks accept what the harness accepts and refuse what it
+refuses, JevBench's retry rule, the Decision Index's capacity rule, the exit codes, the items' own
+shape.
 Run: python3 -S -m unittest tests.unit.bench.test_runbook_smoke
 """
 import contextlib
@@ -14,7 +15,7 @@ from pathlib import Path
 from unittest import mock
 
 ROOT = Path(__file__).resolve().parents[3]
-sys.path.insert(0, str(ROOT / "bench"))
+sys.path[:0] = [str(ROOT / "bench" / "data"), str(ROOT / "bench" / "measure")]
 import runbook_items as items  # noqa: E402
 import runbook_smoke as smoke  # noqa: E402
 

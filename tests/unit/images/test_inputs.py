@@ -1,26 +1,32 @@
 """Stdlib-only tests of the image inputs of a request: every form found and numbered in one order,
 placeholders, multipart bodies, limits and refusals naming the image, the layout of images in
-the prompt (each copy of the state shows them) and their token cost when fitting.
+the prompt (each copy of the state shows them) and their token cost when fitting. And the image
+count checked while counting (issue 25): a body with hundreds of thousands of empty data URLs is
+refused at the one past the limit, so the refusal costs a scan of the bytes, not a Source and a
+label each (tracemalloc's peak, and time against a plain scan of the text).
 Run: python3 -m unittest tests.unit.images.test_inputs
 """
 import base64
+import gc
 import json
+import time
+import tracemalloc
 import unittest
 from dataclasses import replace
 
 from onepass import config, profile, readout
-from onepass.api import decisions, systemone
+from onepass.api import Limits, decisions, systemone
 from onepass import body as transport
 from onepass.images import inputs as image_inputs
 from onepass.prompt import fitting, layout
-from onepass.config import ConfigError, load_profile
+from onepass.config import ConfigError
 from onepass.backend.engine import Engine
-from onepass.decision import NOUL, Decision, Option, Question, ReadResult
+from onepass.decision import NOUL, Option, Question, ReadResult
 from onepass.errors import InvalidRequest
 from onepass.backend.warmup import png
-from test_shim import LABELS, parse_with
+from tests.support.build_decision import decision, from_body
+from tests.support.unit_profile import LABELS, VLM
 
-_, VLM = load_profile("serve_config.json", "idefics3-tiny")
 VISION = VLM.vision
 POLICY = image_inputs.Policy("tiny", VISION, None)  # links off: no network in these tests
 
@@ -34,7 +40,7 @@ NOUL_Q = {"type": "noul", "instructions": "Is it red?"}
 
 
 def parse(body, files=None, policy=POLICY, api=systemone):
-    return parse_with(api, {"model": "jev-latest", **body}, files, policy)[0]
+    return from_body(api, {"model": "jev-latest", **body}, files, policy)[0]
 
 
 def problems(body, files=None, policy=POLICY, api=systemone):
@@ -82,7 +88,7 @@ class TestForms(unittest.TestCase):
                 "assets": {ph: {"type": "image", "part": "asset-0"},
                            "<<b>>": {"type": "image", "format": "jpg",
                                      "data_base64": BLUE.split(",", 1)[1]}}}
-        d, meta = parse_with(systemone, {"model": "jev-latest", **body},
+        d, meta = from_body(systemone, {"model": "jev-latest", **body},
                              {"asset-0": png(4, 4, (255, 0, 0))}, POLICY)
         self.assertEqual(d.state, {"photo": "[image 1]", ph: "a key stays",
                                    "note": "compare [image 1] and [image 2]"})
@@ -259,7 +265,7 @@ class TestLayout(unittest.TestCase):
         q = Question(NOUL, "Red?", (Option("true", None), Option("false", None)))
         cal = replace(VLM.calibration, temperature={"noul": 1.0, "choice": 1.0, "score": 1.0,
                                                     "image": 4.0})
-        d = Decision("m", "x", (q,))
+        d = decision((q,), "x")
         read, = layout.layout(d, VLM, LABELS)
         result = ReadResult((-1.0, -3.0), 10)
         text = readout.probabilities(d, [read], [result], cal, 0.0)[0]
@@ -296,6 +302,67 @@ class TestEngineAndConfig(unittest.TestCase):
                 config.load([], env)
         settings = config.load(["--profile", "idefics3-tiny"], {"ONEPASS_IMAGE_LINKS": "off"})
         self.assertEqual((settings.image_links, settings.model.vision), ("off", VISION))
+
+
+
+# -- the image count, checked while counting ----------------------------------------------------
+N = 440_000  # empty data URLs in a 10 MB state (the issue's case had 16.8 MB)
+EMPTY = "data:image/png;base64,"
+
+
+def limits(most: int) -> Limits:
+    return Limits(max_choice_options=255, max_questions=400, max_images=most, model="tiny")
+
+
+def bodies() -> dict:
+    return {
+        "systemone state": (systemone, {"model": "m", "state": " ".join([EMPTY] * N),
+                                        "questions": {"q": {"type": "noul",
+                                                            "instructions": "x"}}}),
+        "decisions parts": (decisions, {"model": "m", "input": [{"role": "user", "content": [
+            {"type": "input_image", "image_url": EMPTY}] * (N // 4)}],
+            "questions": [{"type": "predicate", "instructions": "x"}]}),
+    }
+
+
+def refusal(api, body, most: int):
+    """(the problems, peak bytes allocated, seconds) of parsing an already-decoded body."""
+    gc.collect()
+    tracemalloc.start()
+    started = time.perf_counter()
+    try:
+        api.parse(body, None, limits(most))
+    except InvalidRequest as e:
+        problems = e.problems
+    else:
+        raise AssertionError("accepted")
+    finally:
+        took = time.perf_counter() - started
+        peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.stop()
+    return problems, peak, took
+
+
+class TestCountedWhileCounting(unittest.TestCase):
+    def test_refused_at_the_one_past_the_limit(self):
+        for most in (4, 0):  # a vision profile's 4, a text-only profile's none
+            for kind, (api, body) in bodies().items():
+                with self.subTest(kind=kind, most=most):
+                    problems, peak, _ = refusal(api, body, most)
+                    self.assertEqual(problems[-1].type, "too_long" if most else "unsupported")
+                    self.assertLess(peak, 1 << 20)  # not 145 MiB of Sources and labels
+
+    def test_the_refusal_costs_no_more_than_a_scan(self):
+        api, body = bodies()["systemone state"]
+        scan = min(_timed(lambda: body["state"].count("data:image/")) for _ in range(3))
+        took = min(refusal(api, body, 4)[2] for _ in range(3))
+        self.assertLess(took, 4 * scan + 0.005)
+
+
+def _timed(fn) -> float:
+    started = time.perf_counter()
+    fn()
+    return time.perf_counter() - started
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ from onepass.kinds import box, box_geometry
 from onepass.kinds.base import Limit
 from onepass.kinds.box_geometry import Convention, convention, to_fractions
 from onepass.profile import load_profile
-from test_shim import ROOT
+from tests.support.paths import ROOT
 
 # The known box, exact in binary so equality is exact: left, top, right, bottom.
 KNOWN = (0.25, 0.125, 0.75, 0.625)

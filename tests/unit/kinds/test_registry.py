@@ -11,7 +11,8 @@ from pathlib import Path
 from onepass import kinds
 from onepass.kinds.base import Kind
 from onepass.profile import ConfigError, load_profile
-from test_shim import LABELS, PROFILE, ROOT
+from tests.support.paths import ROOT
+from tests.support.unit_profile import LABELS, PROFILE
 
 HOOKS = ("listings", "answer", "systemone_options", "systemone_answer", "decisions_options",
          "decisions_answer", "warmup_body", "labels_ok")

@@ -11,7 +11,7 @@ from onepass.prompt import state_parts
 from onepass.config import Layout
 from onepass.decision import CHOICE, NOUL, Decision, Option, Question
 from onepass.errors import PayloadTooLarge
-from test_shim import LABELS, PROFILE
+from tests.support.unit_profile import LABELS, PROFILE
 
 calls = []
 

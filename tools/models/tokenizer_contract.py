@@ -1,0 +1,43 @@
+"""Write a tokenizer contract: probe strings and the token ids a model's own tokenizer gives them.
+
+Usage: .venv/bin/python tools/models/tokenizer_contract.py MODEL_DIR_OR_ID OUT.json
+       [--model-note TEXT]
+Run it once where the model's tokenizer is at hand (the model hub is unreachable from this
+project's machine, so the GPU profiles ship without one), then set the profile's
+`tokenizer_contract` to OUT.json. At every start the shim tokenizes the same strings through
+vLLM's /tokenize and refuses to serve if any id differs (a swapped or drifted tokenizer).
+The probes are the embedded contract's strings (tokenizer/smollm2-135m-instruct.json): plain and
+non-Latin text, emoji, JSON, whitespace runs, the labels, and a chat-template marker.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+TEMPLATE = ROOT / "tokenizer" / "smollm2-135m-instruct.json"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("model", help="a local model directory (or a hub id where reachable)")
+    parser.add_argument("out", help="where to write the contract")
+    parser.add_argument("--model-note", default=None, help="the contract's `model` text")
+    args = parser.parse_args(argv)
+    from transformers import AutoTokenizer
+    tok = AutoTokenizer.from_pretrained(args.model)
+    texts = [p["text"] for p in json.loads(TEMPLATE.read_text(encoding="utf-8"))["probes"]]
+    doc = {"model": args.model_note or str(args.model),
+           "comment": "Probe strings and the token ids the served tokenizer must give "
+                      "(add_special_tokens false). Written by tools/models/tokenizer_contract.py; "
+                      "checked by the shim at start-up through vLLM's /tokenize.",
+           "probes": [{"text": t, "ids": tok.encode(t, add_special_tokens=False)} for t in texts]}
+    Path(args.out).write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n",
+                              encoding="utf-8")
+    print(f"wrote {args.out}: {len(texts)} probes")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
