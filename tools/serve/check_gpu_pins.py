@@ -145,22 +145,19 @@ def marker_true(marker, env: dict) -> bool:
         return {"==": left == right, "!=": left != right, "<": left < right, "<=": left <= right,
                 ">": left > right, ">=": left >= right, "===": left == right}[op]
 
-    def both():
-        nonlocal pos
-        out = compare()
-        while pos < len(tokens) and tokens[pos] == "and":
-            pos += 1
-            out = compare() and out
-        return out
+    def joined(word: str, part, join):
+        """part (word part)*, left to right; every part is parsed (it moves pos)."""
+        def parse():
+            nonlocal pos
+            out = part()
+            while pos < len(tokens) and tokens[pos] == word:
+                pos += 1
+                out = join(part(), out)
+            return out
+        return parse
 
-    def either():
-        nonlocal pos
-        out = both()
-        while pos < len(tokens) and tokens[pos] == "or":
-            pos += 1
-            out = both() or out
-        return out
-
+    either = joined("or", joined("and", compare, lambda new, out: new and out),
+                    lambda new, out: new or out)  # compare() calls it for a parenthesis
     return either()
 
 

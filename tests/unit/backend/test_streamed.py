@@ -3,8 +3,6 @@ vLLM call: the engine timeout bounds it whatever the budget says (issue 25). A l
 in for a vLLM that answers 200 and then stalls the stream; nothing it writes is read for content.
 Run: python3 -m unittest tests.unit.backend.test_streamed
 """
-import socket
-import threading
 import time
 import types
 import unittest
@@ -12,32 +10,24 @@ import unittest
 from onepass.backend import streamed, wire
 from onepass.decision import Read
 from onepass.errors import EngineUnavailable
+from tests.support.local_server import LocalServer
 
 
-class Stalling:
+class Stalling(LocalServer):
     """Accepts, answers a streamed 200 with one empty event, then writes nothing for `stall_s`."""
 
     def __init__(self, stall_s: float):
-        self.sock = socket.create_server(("127.0.0.1", 0))
-        self.port, self.stall_s = self.sock.getsockname()[1], stall_s
-        threading.Thread(target=self.serve, daemon=True).start()
+        self.stall_s = stall_s
+        super().__init__()
 
-    def serve(self):
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            with conn:
-                conn.recv(65536)
-                event = b'data: {"choices": []}\n\n'  # chunked, as vLLM streams
-                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
-                             b"Transfer-Encoding: chunked\r\n\r\n"
-                             + b"%x\r\n" % len(event) + event + b"\r\n")
-                time.sleep(self.stall_s)
-
-    def close(self):
-        self.sock.close()
+    def handle(self, conn):
+        with conn:
+            conn.recv(65536)
+            event = b'data: {"choices": []}\n\n'  # chunked, as vLLM streams
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                         b"Transfer-Encoding: chunked\r\n\r\n"
+                         + b"%x\r\n" % len(event) + event + b"\r\n")
+            time.sleep(self.stall_s)
 
 
 def engine(port: int, timeout_s: float):

@@ -19,7 +19,6 @@ Run: python3 -m unittest tests.unit.backend.test_wire
 """
 import json
 import os
-import socket
 import threading
 import tracemalloc
 import unittest
@@ -35,6 +34,7 @@ from onepass.errors import EngineUnavailable
 from onepass.images.formats import Image
 from onepass.prompt import layout as layout_mod
 from tests.support.build_decision import decision
+from tests.support.local_server import LocalServer
 from tests.support.unit_profile import LABELS, VLM
 
 # -- the memory of the bodies ------------------------------------------------------------------
@@ -44,24 +44,15 @@ ANSWER = json.dumps({"choices": [{"logprobs": {"content": [{"top_logprobs": [
     "usage": {"prompt_tokens": 10}}).encode()
 
 
-class Sink:
+class Sink(LocalServer):
     """HTTP/1.1 keep-alive, each body drained into one buffer and counted, one answer each."""
+    threaded = True
 
     def __init__(self):
-        self.sock = socket.create_server(("127.0.0.1", 0))
-        self.port, self.received, self.calls = self.sock.getsockname()[1], 0, 0
-        self.lock = threading.Lock()
-        threading.Thread(target=self.accept, daemon=True).start()
+        self.received, self.calls, self.lock = 0, 0, threading.Lock()
+        super().__init__()
 
-    def accept(self):
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            threading.Thread(target=self.serve, args=(conn,), daemon=True).start()
-
-    def serve(self, conn):
+    def handle(self, conn):
         buffer, head = bytearray(1 << 16), b""
         with conn:
             while True:
@@ -81,9 +72,6 @@ class Sink:
                 conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
                              b"Content-Length: %d\r\n\r\n" % len(ANSWER) + ANSWER)
                 head = b""
-
-    def close(self):
-        self.sock.close()
 
 
 def reads():
