@@ -27,7 +27,7 @@ class Case:
 
 
 def case(name: str, route: str, body, covers: str, headers: dict | None = None) -> Case:
-    """A Case; a dict or list body is sent as compact-free json.dumps (key order as written)."""
+    """A Case; a dict or list body is sent as json.dumps writes it (key order as written)."""
     raw = body if isinstance(body, bytes) else json.dumps(body).encode()
     return Case(name, route, raw, covers, dict(JSON) if headers is None else headers)
 

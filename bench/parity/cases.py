@@ -4,10 +4,10 @@ The vision section is vision_cases.py (asked for with --vision).
 """
 from __future__ import annotations
 
-from bodies import (DEC, MODEL, ORDER, RED, S1, TICKET, b64, case, data_url, dec,
-                    deflate_bytes, gzip_bytes, long_json, long_text, multipart, s1,
-                    zstd_raw_frame)
 import json
+
+from bodies import (DEC, ORDER, RED, S1, TICKET, b64, case, data_url, dec, deflate_bytes,
+                    gzip_bytes, long_json, long_text, multipart, s1, zstd_raw_frame)
 
 # The README's three questions, and a fourth kind: the default request for trace.py.
 README_Q = {

@@ -26,7 +26,8 @@ Each output line: name, route, status, a few contract headers, the body as parse
 every number kept as the text the server wrote (never re-rounded through a float), keys sorted,
 and bytes_sha256: the hash of the body re-serialised in the server's own key order and
 separators, which equals the hash of the raw bytes whenever bytes_roundtrip is true (it is for
-every body json.dumps writes), so key order and formatting are compared too.
+every body json.dumps writes), so key order and formatting are compared too; request_sha256
+pins the request sent (`list` prints the whole corpus's hash).
 """
 from __future__ import annotations
 
@@ -120,8 +121,13 @@ def post(url: str, c, timeout: float):
         conn.close()
 
 
+def request_sha(c) -> str:
+    return hashlib.sha256(c.route.encode() + dump(c.headers).encode() + c.body).hexdigest()
+
+
 def entry(c, status: int, headers: dict, raw: bytes) -> dict:
     line = {"name": c.name, "route": c.route, "status": status,
+            "request_sha256": request_sha(c),  # the corpus itself must not drift between runs
             "headers": {h: headers[h] for h in HEADERS if h in headers}}
     try:
         parsed = loads(raw.decode("utf-8"))
@@ -149,7 +155,7 @@ def record(args) -> int:
                 line = entry(c, status, headers, raw)
             except OSError as e:  # a dropped connection is an outcome to compare too
                 line = {"name": c.name, "route": c.route, "status": None,
-                        "error": type(e).__name__}
+                        "request_sha256": request_sha(c), "error": type(e).__name__}
             out.write(dump(line) + "\n")
             out.flush()
             print(f"[{i}/{len(cases)}] {c.name}: {line['status']} "
@@ -230,8 +236,11 @@ def main(argv=None) -> int:
         return record(args)
     if args.cmd == "compare":
         return compare(args)
-    for case in corpus(args.vision):
+    cases = corpus(args.vision)
+    for case in cases:
         print(f"{case.name:32} {case.route:15} {case.covers}")
+    whole = hashlib.sha256("".join(request_sha(c) for c in cases).encode()).hexdigest()
+    print(f"{len(cases)} requests, corpus sha256 {whole}")
     return 0
 
 

@@ -1,7 +1,16 @@
 """The parity corpus's vision section (corpus.py record --vision): for a vision profile, in the
 live tests the tiny random-weight Idefics3 (its answers are noise, but deterministic noise is
 enough for parity). Box questions in every mode, every image form, nouls about an image, and
-the image refusals a vision profile gives."""
+the image refusals a vision profile gives. The stack, as conftest.py's vision_stack starts it
+(serve.sh builds the model under ~/.cache/onepass/models/idefics3-tiny on first use):
+
+    ONEPASS_PROFILE=idefics3-tiny ONEPASS_VENV=/work/main/.venv ONEPASS_PORT=8795 \
+        ONEPASS_VLLM_PORT=8796 VLLM_CPU_OMP_THREADS_BIND=nobind bash serve.sh
+    python3 bench/parity/corpus.py record --vision --shim http://127.0.0.1:8795 --out v.jsonl
+
+A second shim on that vLLM needs `--profile idefics3-tiny` (serve.sh passes it), and so does
+trace.py. On this profile the text corpus's err_s1_image_* and err_dec_input_image cases are
+answered (200): their names say what the text profile does with them."""
 from __future__ import annotations
 
 from bodies import (BLUE_SQUARE, DEC, GREEN, RED, S1, TICKET, b64, case, data_url, dec,
@@ -67,7 +76,7 @@ def vision_cases():
         case("err_v_not_an_image", S1, s1({"p": "data:image/png;base64," + b64(b"notapng")},
                                           {"r": noul}), "vision: bytes that are no image"),
         case("err_v_link", S1, {**s1("x", {"r": noul}), "images": ["http://10.0.0.1/a.png"]},
-             "vision: a link to a private address refused"),
+             "vision: a plain-http image link refused"),
         case("err_v_dec_box", DEC, dec([{"role": "user", "content": [
             {"type": "input_image", "image_url": blue}]}], [{"type": "box",
                                                              "instructions": "x"}]),
