@@ -1,0 +1,154 @@
+#!/usr/bin/env python3
+"""Trace one corpus request through a checkout's decision path and count where it goes.
+
+    python3 bench/parity/trace.py --root /work/wt-parity --vllm http://127.0.0.1:8796 [--show]
+    python3 bench/parity/trace.py --root /work/main --vllm URL --case s1_readme --show
+
+Imports onepass from --root (first on sys.path), builds the Service as shim.py does (config.load
+with --config ROOT/serve_config.json and --vllm; nothing from ONEPASS_* in the environment),
+runs its warm-up synchronously (the start-up guard fills in the engine facts: labels, context
+length, two-way, structured outputs; then every question type once), then sends ONE corpus
+request (bodies from cases.py, not sent over HTTP) into the decision entry under
+sys.setprofile: `service.handle(adapter, raw, headers)` when the checkout has it, else the old
+`service.pipeline.decide(raw, headers, adapter)`.
+
+What is counted: at every Python call and return on the request's thread (the thread that
+calls the entry; sys.setprofile sees only it, so the engine's worker threads that talk to vLLM
+are not counted), the innermost frame whose code file is under ROOT/onepass/ is where control
+is; its module is noted. Consecutive notes of one module collapse into one "stop". Reported:
+the stops, the distinct modules, and the returns: stops in a module that already had a stop
+earlier but not just before (stops - distinct modules). --show prints the sequence.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+class Fields:
+    """Request headers by lower-case name, the interface the edge hands the decision entry
+    (onepass.edge.framing.Fields); defined here so that its look-ups are not counted."""
+
+    def __init__(self, headers: dict):
+        self.values = {k.lower(): [v] for k, v in headers.items()}
+
+    def get(self, name, default=None):
+        found = self.values.get(name.lower())
+        return ", ".join(found) if found else default
+
+    def all(self, name):
+        return self.values.get(name.lower(), [])
+
+    def tokens(self, name):
+        return {t.strip().lower() for t in (self.get(name) or "").split(",") if t.strip()}
+
+
+def load_service(root: Path, vllm: str, profile: str):
+    sys.path.insert(0, str(root))
+    config = importlib.import_module("onepass.config")
+    server = importlib.import_module("onepass.server")
+    argv = ["--config", str(root / "serve_config.json"), "--vllm", vllm, "--port", "0"]
+    if profile:
+        argv += ["--profile", profile]
+    settings = config.load(argv, environ={})
+    service = server.Service(settings, root)
+    service.warm_up(poll_s=1.0)  # the guard and every question type, as shim.py's thread does
+    phase = getattr(service, "phase", None)
+    if phase not in (None, getattr(server, "READY", "ready")):
+        raise SystemExit(f"trace: the service did not get ready: {phase} "
+                         f"{getattr(service, 'reason', '')}")
+    return service, server
+
+
+class Tracer:
+    def __init__(self, root: Path):
+        self.prefix = str((root / "onepass").resolve()) + "/"
+        self.root = str(root.resolve()) + "/"
+        self.stops: list[str] = []
+        self.events = 0
+        self._modules: dict[str, str | None] = {}
+
+    def module(self, filename: str) -> str | None:
+        if filename not in self._modules:
+            path = str(Path(filename).resolve()) if filename.startswith("/") else filename
+            self._modules[filename] = (path[len(self.root):-3].replace("/", ".")
+                                       .removesuffix(".__init__")
+                                       if path.startswith(self.prefix) and path.endswith(".py")
+                                       else None)
+        return self._modules[filename]
+
+    def __call__(self, frame, event, arg):
+        if event not in ("call", "return"):
+            return  # c_call and friends: C code never moves control between onepass modules
+        self.events += 1
+        f = frame if event == "call" else frame.f_back  # return: control goes to the caller
+        while f is not None:
+            name = self.module(f.f_code.co_filename)
+            if name is not None:
+                if not self.stops or self.stops[-1] != name:
+                    self.stops.append(name)
+                return
+            f = f.f_back
+
+
+def trace(service, server, case) -> tuple[Tracer, object]:
+    adapters = getattr(server, "ADAPTERS")
+    adapter = adapters[case.route]
+    fields = Fields(case.headers)  # ours, outside onepass/: header look-ups are no stops
+    tracer = Tracer(Path(service.root))
+    if hasattr(service, "handle"):
+        entry, args = service.handle, (adapter, case.body, fields)
+    else:
+        entry, args = service.pipeline.decide, (case.body, fields, adapter)
+    result = None
+    sys.setprofile(tracer)
+    try:
+        result = entry(*args)
+    except Exception as e:  # an error case: the refusal is the outcome
+        result = e
+    finally:
+        sys.setprofile(None)
+    return tracer, result
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--root", required=True, help="the checkout whose onepass/ is traced")
+    p.add_argument("--vllm", required=True, help="a live vLLM serving the profile's model")
+    p.add_argument("--case", default="", help="a corpus case name (default: the mixed "
+                   "multi-kind System One request)")
+    p.add_argument("--profile", default="", help="serve_config.json profile (default: its own)")
+    p.add_argument("--vision", action="store_true", help="cases from the vision section too")
+    p.add_argument("--show", action="store_true", help="print the module sequence")
+    args = p.parse_args(argv)
+    root = Path(args.root).resolve()
+    sys.path.insert(0, str(HERE))
+    import corpus  # the corpus module of this directory; bodies are built from constants
+    from cases import DEFAULT_TRACE
+    name = args.case or DEFAULT_TRACE
+    found = [c for c in corpus.corpus(args.vision) if c.name == name]
+    if not found:
+        raise SystemExit(f"trace: no corpus case {name!r} (corpus.py list)")
+    sys.path.remove(str(HERE))  # the checkout's modules only from here on
+    service, server = load_service(root, args.vllm, args.profile)
+    tracer, result = trace(service, server, found[0])
+    service.engine.close()
+    stops, distinct = len(tracer.stops), len(set(tracer.stops))
+    outcome = type(result).__name__ if isinstance(result, Exception) else "answered"
+    entry = "service.handle" if hasattr(service, "handle") else "service.pipeline.decide"
+    print(f"root {root}\ncase {name} ({found[0].route}) via {entry}: {outcome}")
+    print(f"stops {stops}\ndistinct modules {distinct}\nreturns {stops - distinct}")
+    print(f"profiled events {tracer.events}")
+    if args.show:
+        for i, m in enumerate(tracer.stops, 1):
+            seen = m in tracer.stops[:i - 1]
+            print(f"{i:4} {m}{'   <- return' if seen else ''}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
