@@ -4,7 +4,7 @@
 Owns: the re-read policy (questions of kinds that re-read, under calibration.reread_below,
 read again with the request written twice, blended 2:1 first:second, when the request's work
 budget has the calls to spare) and the calibration that applies (the request's, else the
-profile's).
+profile's, as resolved into the Decision).
 Never: decides which questions are read (parts.py) or who thinks (think.py).
 In: the reader, a Decision of label-read questions. Out: its Outcome.
 """
@@ -16,7 +16,6 @@ from . import kinds, readout, work
 from .decision import Decision, Outcome
 from .errors import InvalidRequest
 from .profile import MAX_REPEAT
-from .prompt.layout import techniques
 
 
 def answer(reader, decision: Decision, fixed=frozenset(), budget=None) -> Outcome:
@@ -24,9 +23,7 @@ def answer(reader, decision: Decision, fixed=frozenset(), budget=None) -> Outcom
     questions of kinds that re-read (save those in `fixed`) a second time with the request
     written twice, blended 2:1 (first:second), when the request's budget has the calls to
     spare (the reads are in its plan; None: nothing spare)."""
-    profile = reader.profile
-    calibration = decision.calibration or profile.calibration
-    opts = techniques(decision, profile)
+    calibration, opts = decision.calibration, decision.layout  # resolved: pipeline.resolve
     reads, selections, results = reader.read(decision)
     probs = readout.probabilities(decision, reads, results,  # step: readout
                                   calibration, opts.shrink)
@@ -37,7 +34,7 @@ def answer(reader, decision: Decision, fixed=frozenset(), budget=None) -> Outcom
     again = replace(decision, questions=tuple(decision.questions[i] for i in unsure),
                     layout=replace(opts, repeat=min(MAX_REPEAT, 2 * opts.repeat)))
     if unsure and budget and budget.take_spare(work.read_calls(
-            again.questions, reader.labels, techniques(again, profile))):
+            again.questions, reader.labels, again.layout)):
         try:
             more_reads, _, more = reader.read(again)  # step: reread
         except InvalidRequest:  # it cannot fit, or more reads than allowed: the first stands

@@ -1,7 +1,8 @@
-"""The request's questions as engine calls and back: a generic planner driven by each kind's
-plan and combine (kinds/base.py).
+"""The request's questions as engine calls and back, on the one path every request takes: a
+generic planner driven by each kind's plan and combine (kinds/base.py).
 
-Owns: the split (each question's Plan from its kind; the label reads' Decision: each
+Owns: the order of the calls (answer: plan, the work budget, label reads, thoughts,
+generations, combine), the split (each question's Plan from its kind; the label reads' Decision: each
 question's first read in its place, further reads, such as a box's edges, after them), the
 generations (every Plan's, fitted like any read within the context less its token cap, all
 sent at once on the engine's threads after the reads and thoughts, a question's thought before
@@ -15,8 +16,28 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from . import kinds
+from . import answering, kinds, readout, think, work
 from .decision import CAUSAL, Decision, Outcome
+
+
+def answer(decision: Decision, job, reader, max_reads: int) -> Outcome:
+    """Every question answered: each kind plans its calls; the request's calls are counted
+    against `max_reads` before the first; the label reads (answering.py: fit, reads, readout,
+    reread); when the request reasons, the thoughts and the re-reads after them (think.py);
+    then every planned generation, all at once; each kind combines its reads and generation
+    into its answer, in the request's order. Generations run after the reads, not beside
+    them: the reads then batch and hit the prefix cache as they would alone, so every form of
+    a request answers the same."""
+    s = split(decision, job)
+    budget = work.Budget(max_reads, work.plan(decision, s, job.labels))
+    outcome = (answering.answer(reader, s.reads, internal(decision, s), budget)
+               if s.reads.questions else readout.outcome(s.reads, [], []))
+    starts, spent = {}, None
+    if decision.reasoning is not None and decision.reasoning.mode != "off":  # step: think
+        outcome, starts, spent = think.step(reader, decision, s, outcome)
+    futures = start(decision, s, reader, starts)  # step: generate
+    outcome = fold(decision, s, outcome, {i: f.result() for i, f in futures.items()}, job)
+    return replace(outcome, reasoning=spent)
 
 
 @dataclass(frozen=True)

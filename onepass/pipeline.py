@@ -4,8 +4,7 @@ Owns: the order of the steps after parse (decide, then answer; onepass.STEPS lis
 and each line that runs one is marked `# step:`), resolving a Request against the profile once
 (model name, attention mode, kwargs.layout, kwargs.calibration and kwargs.reasoning checked into
 the Decision), the limits both APIs apply (from the settings, the engine facts and each kind's
-limit), and the one path every request takes: plan (parts.py, each kind's plan), label reads
-(answering.py), thoughts (think.py), generations, and each kind's combine.
+limit); then the one path every request takes (parts.answer).
 Never: touches HTTP or bodies (server.py, body.py, edge/), knows an API's field names (api/) or
 a kind (kinds/), builds prompts or computes probabilities (prompt/, readout.py).
 In: a Request (api/). Out: (Decision, Outcome) for the adapter to render.
@@ -14,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from . import answering, kinds, parts, readout, think, work
+from . import kinds, parts
 from .api import Limits
 from .api.models import unknown as unknown_model
 from .decision import CAUSAL, TWO_WAY, Decision, Outcome
@@ -58,14 +57,17 @@ class Pipeline:
     # -- resolve: the request against the profile, once -----------------------------------
     def resolve(self, request) -> Decision:
         """The Decision: the concrete model (404), the overrides' values (422), the mode (400),
-        in that order; the layout and calibration that apply are fixed here for every step."""
+        in that order; the layout and calibration that apply (the request's, else the
+        profile's) are fixed here for every step."""
         model = self.resolve_model(request.model)
         if model is None:
             raise ModelNotFound(unknown_model(request.model, self.profile))
         layout, calibration = self.resolve_options(request.overrides)
         return Decision(model=model, state=request.state, questions=request.questions,
-                        attention_mode=self.resolve_mode(request.mode), layout=layout,
-                        calibration=calibration, reasoning=self.resolve_reasoning(request))
+                        attention_mode=self.resolve_mode(request.mode),
+                        layout=layout or self.profile.layout,
+                        calibration=calibration or self.profile.calibration,
+                        reasoning=self.resolve_reasoning(request))
 
     def resolve_reasoning(self, request) -> Ask | None:
         """The request's kwargs.reasoning, else the profile's default mode; None: no thought."""
@@ -118,28 +120,10 @@ class Pipeline:
                              "causal, or start vLLM with the plugin (serve.sh does by default)")
         return mode
 
-    # -- answer: plan, reads, thoughts, generations, combine -------------------------------
     def answer(self, decision: Decision) -> Outcome:
-        """Every question answered, on one path: each kind plans its calls (parts.split); the
-        request's calls are counted against its budget before the first; the label reads
-        (answering.py: fit, reads, readout, reread); when the request reasons, the thoughts
-        and the re-reads after them (think.py); then every planned generation, all at once;
-        each kind combines its reads and generation into its answer, in the request's order.
-        Generations run after the reads, not beside them: the reads then batch and hit the
-        prefix cache as they would alone, so every form of a request answers the same."""
-        job = Job(decision.images, self.profile, self.settings, self.facts.labels)
-        s = parts.split(decision, job)
-        budget = work.Budget(self.settings.max_reads, work.plan(decision, s, self.profile,
-                                                                self.facts.labels))
-        outcome = (answering.answer(self.reader, s.reads, parts.internal(decision, s), budget)
-                   if s.reads.questions else readout.outcome(s.reads, [], []))
-        starts, spent = {}, None
-        if decision.reasoning is not None and decision.reasoning.mode != "off":  # step: think
-            outcome, starts, spent = think.step(self.reader, decision, s, outcome)
-        futures = parts.start(decision, s, self.reader, starts)  # step: generate
-        outcome = parts.fold(decision, s, outcome, {i: f.result() for i, f in futures.items()},
-                             job)
-        return replace(outcome, reasoning=spent)
+        """Every question answered, on the one path every request takes (parts.answer)."""
+        return parts.answer(decision, Job(decision.images, self.profile, self.settings,
+                                          self.facts.labels), self.reader, self.settings.max_reads)
 
 
 def _said(error: Exception) -> str:

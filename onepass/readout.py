@@ -159,3 +159,16 @@ def traced_thoughts(outcome: Outcome, key) -> list | None:
     if spent is None or not spent.trace:
         return None
     return [{**key(t.question), "text": t.text} for t in spent.thoughts]
+
+
+def extensions(outcome: Outcome, key) -> dict:
+    """The response's x_ extensions that apply: x_effort_used (effort_used) and x_thoughts
+    (traced_thoughts), in that order; `key(i)` names question i in the adapter's terms."""
+    out = {}
+    effort = effort_used(outcome, key)
+    if effort:
+        out["x_effort_used"] = effort
+    thoughts = traced_thoughts(outcome, key)
+    if thoughts is not None:
+        out["x_thoughts"] = thoughts
+    return out

@@ -15,7 +15,6 @@ from . import kinds
 from .backend.engine import MAX_LOGPROB_TOKEN_IDS
 from .decision import Decision
 from .errors import InvalidRequest, Problem
-from .prompt.layout import techniques
 from .reasoning import ON, UNSURE
 
 
@@ -39,11 +38,11 @@ def read_calls(questions, labels, opts) -> int:
                for _, pairs, _, _ in kinds.get(q.kind).listings(q, labels, opts))
 
 
-def plan(decision: Decision, split, profile, labels) -> Calls:
+def plan(decision: Decision, split, labels) -> Calls:
     """The most calls `decision` can make, from its parts.Split: the label reads (every
     question's, a box's present and edges included), the generations its kinds planned, and
     when it reasons a thought for each question that may think and the reads after them."""
-    opts = techniques(split.reads, profile)
+    opts = split.reads.layout  # resolved: pipeline.resolve
     first = read_calls(split.reads.questions, labels, opts)
     ask = decision.reasoning
     thinkers = []

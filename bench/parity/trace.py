@@ -18,6 +18,12 @@ are not counted), the innermost frame whose code file is under ROOT/onepass/ is 
 is; its module is noted. Consecutive notes of one module collapse into one "stop". Reported:
 the stops, the distinct modules, and the returns: stops in a module that already had a stop
 earlier but not just before (stops - distinct modules). --show prints the sequence.
+
+--passing counts only the calls that pass the request on: a call is followed when one of its
+arguments is the request in some form (the body as received, the body as parsed: an object with
+`questions`, or an object of the request's own types: Request, Decision, Split, Outcome), and
+control is where the innermost such call is. Helper calls that take a part of it (a question, a
+kind's name, a label list) are not stops. Both counts are reported in docs/measured.md.
 """
 from __future__ import annotations
 
@@ -64,13 +70,29 @@ def load_service(root: Path, vllm: str, profile: str):
     return service, server
 
 
+REQUEST_TYPES = {"Request", "Decision", "Split", "Outcome"}
+
+
 class Tracer:
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, passing: bool = False, body=None):
         self.prefix = str((root / "onepass").resolve()) + "/"
         self.root = str(root.resolve()) + "/"
         self.stops: list[str] = []
         self.events = 0
         self._modules: dict[str, str | None] = {}
+        self.passing, self.body = passing, body
+        self.followed: dict[int, object] = {}  # id -> frame (kept alive: ids stay unique)
+
+    def carries(self, frame) -> bool:
+        """The call was handed the request in some form (see --passing)."""
+        code = frame.f_code
+        names = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
+        for name in names:
+            value = frame.f_locals.get(name)
+            if (value is self.body or type(value).__name__ in REQUEST_TYPES
+                    or (isinstance(value, dict) and "questions" in value)):
+                return True
+        return False
 
     def module(self, filename: str) -> str | None:
         if filename not in self._modules:
@@ -85,21 +107,24 @@ class Tracer:
         if event not in ("call", "return"):
             return  # c_call and friends: C code never moves control between onepass modules
         self.events += 1
+        if self.passing and event == "call" and self.module(frame.f_code.co_filename) \
+                and (not self.followed or self.carries(frame)):
+            self.followed[id(frame)] = frame  # the entry call, then the calls that pass it on
         f = frame if event == "call" else frame.f_back  # return: control goes to the caller
         while f is not None:
             name = self.module(f.f_code.co_filename)
-            if name is not None:
+            if name is not None and (not self.passing or id(f) in self.followed):
                 if not self.stops or self.stops[-1] != name:
                     self.stops.append(name)
                 return
             f = f.f_back
 
 
-def trace(service, server, case) -> tuple[Tracer, object]:
+def trace(service, server, case, passing: bool = False) -> tuple[Tracer, object]:
     adapters = getattr(server, "ADAPTERS")
     adapter = adapters[case.route]
     fields = Fields(case.headers)  # ours, outside onepass/: header look-ups are no stops
-    tracer = Tracer(Path(service.root))
+    tracer = Tracer(Path(service.root), passing, case.body)
     if hasattr(service, "handle"):
         entry, args = service.handle, (adapter, case.body, fields)
     else:
@@ -124,6 +149,8 @@ def main(argv=None) -> int:
     p.add_argument("--profile", default="", help="serve_config.json profile (default: its own)")
     p.add_argument("--vision", action="store_true", help="cases from the vision section too")
     p.add_argument("--show", action="store_true", help="print the module sequence")
+    p.add_argument("--passing", action="store_true", help="only the calls that pass the "
+                   "request on (see the module's docstring)")
     args = p.parse_args(argv)
     root = Path(args.root).resolve()
     sys.path.insert(0, str(HERE))
@@ -135,12 +162,13 @@ def main(argv=None) -> int:
         raise SystemExit(f"trace: no corpus case {name!r} (corpus.py list)")
     sys.path.remove(str(HERE))  # the checkout's modules only from here on
     service, server = load_service(root, args.vllm, args.profile)
-    tracer, result = trace(service, server, found[0])
+    tracer, result = trace(service, server, found[0], args.passing)
     service.engine.close()
     stops, distinct = len(tracer.stops), len(set(tracer.stops))
     outcome = type(result).__name__ if isinstance(result, Exception) else "answered"
     entry = "service.handle" if hasattr(service, "handle") else "service.pipeline.decide"
-    print(f"root {root}\ncase {name} ({found[0].route}) via {entry}: {outcome}")
+    print(f"root {root}\ncase {name} ({found[0].route}) via {entry}: {outcome}"
+          f"{' (calls that pass the request on)' if args.passing else ''}")
     print(f"stops {stops}\ndistinct modules {distinct}\nreturns {stops - distinct}")
     print(f"profiled events {tracer.events}")
     if args.show:

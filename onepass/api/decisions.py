@@ -17,7 +17,7 @@ from ..decision import Outcome, Question
 from ..errors import (AuthInvalid, AuthMissing, InvalidRequest, ModelNotFound, OnepassError,
                       Problem, UnsupportedMediaType)
 from ..images.inputs import Collector
-from ..readout import effort_used, traced_thoughts
+from ..readout import extensions
 from . import Limits, Request
 from .checks import Checker, request
 from .openai_input import QUESTION_PARTS, content_text, state as input_state
@@ -128,12 +128,7 @@ def render(outcome: Outcome, decision, meta: Meta) -> dict:
     doc = {"model": decision.model, "answers": answers, "usage": usage,
            "x_attention_mode": outcome.attention_mode}
     key = lambda i: {"question": i, "name": meta.names[i]}  # noqa: E731
-    effort = effort_used(outcome, key)
-    if effort:
-        doc["x_effort_used"] = effort
-    thoughts = traced_thoughts(outcome, key)
-    if thoughts is not None:
-        doc["x_thoughts"] = thoughts
+    doc.update(extensions(outcome, key))  # the contract's x_ prefix
     return doc
 
 

@@ -13,7 +13,7 @@ from .. import kinds
 from ..decision import Outcome, Question
 from ..errors import InvalidRequest, OnepassError, Problem
 from ..images.inputs import Collector, replace_placeholders
-from ..readout import effort_used, traced_thoughts
+from ..readout import extensions
 from . import Limits, Request
 from .checks import Checker, request
 
@@ -140,12 +140,7 @@ def render(outcome: Outcome, decision, meta: Meta) -> dict:
     doc = {"model": decision.model, "answers": answers, "usage": usage,
            "x_attention_mode": outcome.attention_mode}
     key = lambda i: {"question": meta.ids[i]}  # noqa: E731
-    effort = effort_used(outcome, key)
-    if effort:  # extensions carry the contract's x_ prefix
-        doc["x_effort_used"] = effort
-    thoughts = traced_thoughts(outcome, key)
-    if thoughts is not None:
-        doc["x_thoughts"] = thoughts
+    doc.update(extensions(outcome, key))  # the contract's x_ prefix
     return doc
 
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from .bm25 import BM25, terms
 from ..decision import Decision, Option, Question, Read
 from ..errors import PayloadTooLarge
-from .layout import Frame, counter, render_state, shown_state, techniques
+from .layout import frames as layout_frames
 from ..profile import STATE_SELECTIONS
 from .state_parts import GAP, render, split
 
@@ -43,11 +43,12 @@ def fit(decision: Decision, profile, labels, count, budget: int) -> tuple[list[R
     bytes, then, only if needed, its tokens, parts and BM25 index); a question's prompts are
     built with the whole state only when they fit, and each distinct text is counted once.
     Each question's frame (layout.Frame) says what a state costs and renders the text kept."""
-    count = counter(_once(count), decision, profile)
-    whole = Whole(decision, profile, count)
+    frames = layout_frames(decision, profile, labels, _once(count))
+    if not frames:
+        return [], []
+    whole = Whole(decision.state, frames[0])
     reads, selections = [], []
-    for i, q in enumerate(decision.questions):
-        frame = Frame(decision, profile, labels, i, q, count)
+    for frame in frames:
         if frame.cost_bytes(whole.bytes) <= budget:
             reads += frame.render(whole.text)
             continue
@@ -67,14 +68,13 @@ def fit(decision: Decision, profile, labels, count, budget: int) -> tuple[list[R
 
 class Whole:
     """The request's state, measured once for every question: its rendering and bytes as the
-    prompts show it; its tokens (counted as one text); and, once a question must be cut, its
-    parts, their tokens and a BM25 index over them."""
+    prompts show it (from a frame: every frame of a request shares them); its tokens (counted
+    as one text); and, once a question must be cut, its parts, their tokens and a BM25 index."""
 
-    def __init__(self, decision: Decision, profile, count):
-        self.state, self.count = decision.state, count
-        self.compact = techniques(decision, profile).compact_json
-        self.text = render_state(decision.state, self.compact)
-        self.shown = shown_state(self.text, profile)
+    def __init__(self, state, frame):
+        self.state, self.count = state, frame.count
+        self.compact = frame.opts.compact_json
+        self.text, self.shown = frame.state_text, frame.shown_state
         self.bytes = len(self.shown.encode())
         if self.bytes > MAX_STATE_BYTES:
             raise PayloadTooLarge(f"the state is {self.bytes} bytes; this server reads states "

@@ -71,9 +71,20 @@ def techniques(decision: Decision, profile: Profile) -> Layout:
 
 def layout(decision: Decision, profile: Profile, labels: LabelSet) -> list[Read]:
     """Every question's reads over the whole state (nothing fitted: fitting.py fits)."""
-    state = render_state(decision.state, techniques(decision, profile).compact_json)
-    return [read for i, q in enumerate(decision.questions)
-            for read in Frame(decision, profile, labels, i, q).render(state)]
+    return [read for frame in frames(decision, profile, labels) for read in frame.render(
+        frame.state_text)]
+
+
+def frames(decision: Decision, profile: Profile, labels: LabelSet, count=None) -> list:
+    """A Frame per question, sharing the request's rendered state and its token counter
+    (`count(texts)`, image slots then at their cost; None: costs are not asked)."""
+    opts = techniques(decision, profile)
+    state = render_state(decision.state, opts.compact_json)
+    if count and profile.vision is not None and decision.images:
+        count = counter(count, slot_extra(decision, profile))
+    shown = shown_state(state, profile)
+    return [Frame(decision, profile, labels, i, q, count, opts, (state, shown))
+            for i, q in enumerate(decision.questions)]
 
 
 def shown_state(text: str, profile: Profile) -> str:
@@ -91,11 +102,8 @@ def slot_extra(decision: Decision, profile: Profile):
     return lambda text: (vision.tokens_per_image - 1) * text.count(vision.placeholder)
 
 
-def counter(count, decision: Decision, profile: Profile):
-    """count(texts) -> tokens, with each image slot at its cost (slot_extra)."""
-    if profile.vision is None or not decision.images:
-        return count
-    extra = slot_extra(decision, profile)
+def counter(count, extra):
+    """count(texts) -> tokens, with each image slot at its cost (`extra`: slot_extra's)."""
     return lambda texts: [n + extra(t) for n, t in zip(count(texts), texts)]
 
 
@@ -104,13 +112,15 @@ class Frame:
     system turn, the image slots, its kind's listings, the techniques (repeat, question first),
     neutralising. Fitting only chooses the state text: it asks the frame what a state costs
     (`cost`, `cost_bytes`) and has it `render` the text it chose. `count` (from counter())
-    is needed for costs, not for render."""
+    is needed for costs, not for render. Built by frames(), one per question."""
 
     def __init__(self, decision: Decision, profile: Profile, labels: LabelSet, i: int,
-                 q: Question, count=None):
+                 q: Question, count, opts: Layout, state: tuple[str, str]):
         self.decision, self.profile, self.labels, self.i, self.q = decision, profile, labels, i, q
-        self.opts = techniques(decision, profile)
-        self.repeat, self.count = self.opts.repeat, count
+        self.opts, self.repeat, self.count = opts, opts.repeat, count
+        self.extra = slot_extra(decision, profile)  # what a prompt's image slots add
+        # the whole state rendered (fitting may keep less), and as the prompts show it
+        self.state_text, self.shown_state = self.state = state
         self.system = profile.system_prompt.replace("{guard}",
                                                     GUARD if self.opts.guard_line else "")
         vision = profile.vision
@@ -120,7 +130,8 @@ class Frame:
 
     def with_question(self, q: Question) -> "Frame":
         """The same frame around another form of the question (shortened to fit)."""
-        return Frame(self.decision, self.profile, self.labels, self.i, q, self.count)
+        return Frame(self.decision, self.profile, self.labels, self.i, q, self.count, self.opts,
+                     self.state)
 
     def render(self, state_text: str, whole_tokens: int = 0) -> list[Read]:
         """The question's reads over `state_text` (all of the state, or what fitting kept);
@@ -152,8 +163,7 @@ class Frame:
     def cost_bytes(self, state_bytes: int) -> int:
         """An upper bound of the longest prompt's tokens for a state of `state_bytes` UTF-8
         bytes (as shown): a token covers at least one byte."""
-        extra = slot_extra(self.decision, self.profile)
-        return (max(len(r.prompt.encode()) + extra(r.prompt) for r in self.bare)
+        return (max(len(r.prompt.encode()) + self.extra(r.prompt) for r in self.bare)
                 + self.repeat * state_bytes)
 
     def cost(self, state_tokens: int) -> int:

@@ -2,10 +2,19 @@
 `from_body` from a request body through an API adapter's parse (then what the pipeline's resolve
 and images steps do), which ends in `decision` too. A test about the Decision constructor itself
 calls it directly."""
+from dataclasses import replace
+
 from onepass.api import Limits
 from onepass.decision import Decision
 from onepass.errors import ModelNotFound
 from onepass.images import inputs as image_inputs
+
+
+def resolved(d: Decision, profile) -> Decision:
+    """What pipeline.resolve fixes for every later step: the layout and calibration that apply
+    (the Decision's own, else the profile's)."""
+    return replace(d, layout=d.layout or profile.layout,
+                   calibration=d.calibration or profile.calibration)
 
 
 def decision(questions, state="s", model="m", **fields) -> Decision:

@@ -19,7 +19,7 @@ from onepass.errors import InvalidRequest
 from onepass.prompt.layout import LabelSet
 from onepass.pipeline import Pipeline
 from onepass.reasoning import Ask
-from tests.support.build_decision import decision
+from tests.support.build_decision import decision, resolved
 from tests.support.unit_profile import LABELS, PROFILE
 
 YES = (Option("true", None), Option("false", None))
@@ -60,9 +60,14 @@ def pipeline(max_reads: int, labels=LABELS) -> Pipeline:
     return pipe
 
 
+def answer(pipe: Pipeline, d: Decision):
+    """pipe.answer after what resolve fixes (the profile's layout and calibration)."""
+    return pipe.answer(resolved(d, PROFILE))
+
+
 def split(d: Decision, labels=LABELS) -> parts.Split:
     settings = config.load(["--port", "0"], environ={})
-    return parts.split(d, Job(d.images, PROFILE, settings, labels))
+    return parts.split(resolved(d, PROFILE), Job(d.images, PROFILE, settings, labels))
 
 
 def choices(n: int, reasoning=None, layout=AS_READS) -> Decision:
@@ -76,7 +81,7 @@ class TestWorkBudget(unittest.TestCase):
         1,600 label reads and 400 thoughts: now a 422 naming the total, and no call."""
         pipe = pipeline(800)
         with self.assertRaises(InvalidRequest) as ctx:
-            pipe.answer(choices(400, Ask("on")))
+            answer(pipe, choices(400, Ask("on")))
         self.assertIn("needs up to 2000 calls of the model (800 reads, 400 thoughts, 800 "
                       "reads after them, 0 generations); this server makes at most 800",
                       ctx.exception.problems[0].msg)
@@ -89,23 +94,23 @@ class TestWorkBudget(unittest.TestCase):
             with self.subTest(mode):
                 pipe = pipeline(20)  # 5 choices: 10 reads, 5 thoughts, 10 reads again = 25
                 with self.assertRaises(InvalidRequest):
-                    pipe.answer(choices(5, Ask(mode)))
+                    answer(pipe, choices(5, Ask(mode)))
                 self.assertEqual(pipe.engine.calls, 0)
                 pipe = pipeline(16)  # 4 choices: 8 + 4 + 8 = 20 > 16; 3: 6 + 3 + 6 = 15
-                pipe.answer(choices(3, Ask(mode)))
+                answer(pipe, choices(3, Ask(mode)))
                 self.assertLessEqual(pipe.engine.calls, 15)
 
     def test_numbers_and_thoughts_on_them(self):
         numbers = tuple(Question(NUMBER, f"n{i}?", ()) for i in range(3))
         d = decision(numbers + (Question(NOUL, "y?", YES),), "ticket", reasoning=Ask("on"))
-        self.assertEqual(work.plan(d, split(d), PROFILE, LABELS),
+        self.assertEqual(work.plan(d, split(d), LABELS),
                          work.Calls(reads=1, thoughts=4, rereads=1, generations=3))
         pipe = pipeline(8)
         with self.assertRaises(InvalidRequest):
-            pipe.answer(d)
+            answer(pipe, d)
         self.assertEqual(pipe.engine.calls, 0)
         pipe = pipeline(9)
-        pipe.answer(d)
+        answer(pipe, d)
         self.assertLessEqual(pipe.engine.calls, 9)
 
     def test_box_presents_edges_and_generations_count(self):
@@ -115,7 +120,7 @@ class TestWorkBudget(unittest.TestCase):
             "convention": {"units": "grid", "order": "xyxy", "scale": 1000},
             "confidence": {"a": 1.0, "b": 0.0}, "present_temperature": 1.0}))
         job = Job(d.images, vision, config.load(["--port", "0"], environ={}), LABELS)
-        self.assertEqual(work.plan(d, parts.split(d, job), PROFILE, LABELS),
+        self.assertEqual(work.plan(d, parts.split(resolved(d, PROFILE), job), LABELS),
                          work.Calls(reads=1 + 4 + 1, thoughts=0, rereads=0, generations=1))
 
     def test_a_read_of_more_labels_than_one_call_returns_counts_each_slice(self):
@@ -125,14 +130,14 @@ class TestWorkBudget(unittest.TestCase):
                         choice=tuple((f"L{i}", 1000 + i) for i in range(255)))
         options = tuple(Option(f"o{i}", None) for i in range(200))
         d = decision((Question(CHOICE, "which?", options),))
-        self.assertEqual(work.plan(d, split(d, many), PROFILE, many),
+        self.assertEqual(work.plan(d, split(d, many), many),
                          work.Calls(reads=2, thoughts=0, rereads=0, generations=0))
         pipe = pipeline(1, many)
         with self.assertRaises(InvalidRequest):
-            pipe.answer(d)
+            answer(pipe, d)
         self.assertEqual(pipe.engine.calls, 0)
         pipe = pipeline(2, many)
-        pipe.answer(d)
+        answer(pipe, d)
         self.assertEqual(pipe.engine.calls, 2)
 
     def test_an_optional_reread_only_from_the_spare(self):
@@ -141,7 +146,7 @@ class TestWorkBudget(unittest.TestCase):
         for limit, calls in ((2, 2), (3, 2), (4, 4), (9, 4)):
             with self.subTest(limit=limit):
                 pipe = pipeline(limit)
-                pipe.answer(replace(choices(2, layout=config.Layout()), calibration=unsure))
+                answer(pipe, replace(choices(2, layout=config.Layout()), calibration=unsure))
                 self.assertEqual(pipe.engine.calls, calls)
 
 
