@@ -11,13 +11,13 @@ the corpus byte for byte alike. Standard library only; requests are sent one at 
 corpus order, each on a fresh connection (nothing of one request's connection reaches the next).
 
 Text corpus (cases.py, error_cases.py): for the embedded SmolLM2 profile, started as
-    ONEPASS_VENV=/work/main/.venv ONEPASS_PORT=8795 ONEPASS_VLLM_PORT=8796 \\
+    ONEPASS_PORT=8795 ONEPASS_VLLM_PORT=8796 \\
         VLLM_CPU_OMP_THREADS_BIND=nobind bash serve.sh
 Vision section (vision_cases.py, `record --vision`, recorded after the text corpus): for the
 tiny random-weight Idefics3 profile the live tests use (conftest.py's vision_stack fixture runs
 serve.sh with ONEPASS_PROFILE=idefics3-tiny; serve.sh builds its model under
 ~/.cache/onepass/models/idefics3-tiny on first use):
-    ONEPASS_PROFILE=idefics3-tiny ONEPASS_VENV=/work/main/.venv ONEPASS_PORT=8795 \\
+    ONEPASS_PROFILE=idefics3-tiny ONEPASS_PORT=8795 \\
         ONEPASS_VLLM_PORT=8796 VLLM_CPU_OMP_THREADS_BIND=nobind bash serve.sh
 (the text corpus then records that profile's own answers and refusals; compare recordings of
 one profile only).

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Trace one corpus request through a checkout's decision path and count where it goes.
 
-    python3 bench/parity/trace.py --root /work/wt-parity --vllm http://127.0.0.1:8796 [--show]
-    python3 bench/parity/trace.py --root /work/main --vllm URL --case s1_readme --show
+    python3 bench/parity/trace.py --root OLD --vllm http://127.0.0.1:8796 [--show]
+    python3 bench/parity/trace.py --root NEW --vllm URL --case s1_readme --show
 
 Imports onepass from --root (first on sys.path), builds the Service as shim.py does (config.load
 with --config ROOT/serve_config.json and --vllm; nothing from ONEPASS_* in the environment),

@@ -4,7 +4,7 @@ enough for parity). Box questions in every mode, every image form, nouls about a
 the image refusals a vision profile gives. The stack, as conftest.py's vision_stack starts it
 (serve.sh builds the model under ~/.cache/onepass/models/idefics3-tiny on first use):
 
-    ONEPASS_PROFILE=idefics3-tiny ONEPASS_VENV=/work/main/.venv ONEPASS_PORT=8795 \
+    ONEPASS_PROFILE=idefics3-tiny ONEPASS_PORT=8795 \
         ONEPASS_VLLM_PORT=8796 VLLM_CPU_OMP_THREADS_BIND=nobind bash serve.sh
     python3 bench/parity/corpus.py record --vision --shim http://127.0.0.1:8795 --out v.jsonl
 
