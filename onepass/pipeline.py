@@ -42,10 +42,6 @@ class Pipeline:
                              max_images=vision.max_images if vision else 0,
                              model=self.profile.model_name)
 
-    def refusal(self, kind: str) -> str | None:
-        """Why this server refuses questions of `kind` (None: it answers them)."""
-        return self.limits.kinds[kind].refusal
-
     def decide(self, request) -> tuple[Decision, Outcome]:
         """A checked request through every step after parse, in the order STEPS lists them."""
         decision = self.resolve(request)  # step: resolve

@@ -23,7 +23,7 @@ from .backend import probes
 from .backend.engine import Engine
 from .backend.warmup import warmup_bodies
 from .config import Settings
-from .decision import BOX, CAUSAL, TWO_WAY
+from .decision import CAUSAL, TWO_WAY
 from .edge import admission
 from .edge.connections import Raw
 from .errors import (EngineUnavailable, MethodNotAllowed, NotFound, NotReady, OnepassError,
@@ -87,18 +87,18 @@ class Service:
         pipe = self.pipeline
         self.reason = "warming up every question type"
         try:
+            served = {name for name, limit in pipe.limits.kinds.items() if limit.refusal is None}
             for route, doc in warmup_bodies(pipe.facts.two_way, self.profile.vision is not None,
-                                            box=not pipe.refusal(BOX),
-                                            number=not pipe.facts.structured):
+                                            served):
                 self.handle(ADAPTERS[route], json.dumps(doc).encode(), {})
         except OnepassError as e:
             return self._fail(f"warm-up request failed: {e.message}")
         self.phase, self.reason = READY, ""
-        log.info("ready: %s via %s, %d choice labels, two-way %s, box questions: %s",
-                 self.profile.model_name, self.settings.vllm, len(pipe.facts.labels.choice),
-                 "on" if pipe.facts.two_way else "off", pipe.refusal(BOX) or "answered")
-        if pipe.facts.structured:
-            log.warning("number and box questions are refused: %s", pipe.facts.structured)
+        refused = "; ".join(f"{name} questions refused: {limit.refusal}"
+                            for name, limit in pipe.limits.kinds.items() if limit.refusal)
+        log.info("ready: %s via %s, %d choice labels, two-way %s%s", self.profile.model_name,
+                 self.settings.vllm, len(pipe.facts.labels.choice),
+                 "on" if pipe.facts.two_way else "off", f"; {refused}" if refused else "")
 
     def start(self, facts: probes.Facts) -> None:
         """The decision core, with what start-up learnt about the engine."""

@@ -60,33 +60,17 @@ def image_bodies() -> tuple[tuple[str, dict], ...]:
                                "choices": [{"value": "red"}, {"value": "blue"}]}]}))
 
 
-def box_body() -> tuple[str, dict]:
-    """A box question in each mode beside a noul, in one request: the constrained generation
-    (its grammar compiled once), the present and edge reads."""
-    url = "data:image/png;base64," + base64.b64encode(png(48, 32, (40, 40, 200))).decode()
-    return ("/v1/systemone", {"model": MODEL, "state": {"photo": url}, "questions": {
-        mode: {"type": "box", "instructions": "the blue area in `photo`", "box": {"mode": mode}}
-        for mode in ("generate", "edges", "hybrid")} | {
-        "blue": {"type": "noul", "instructions": "Is [image 1] blue?"}}})
-
-
-NUMBER_BODY = {"model": MODEL, "state": STATE, "questions": {
-    "order": {"type": "number", "instructions": "What is the order number?"},
-    "refund": {"type": "noul", "instructions": "Is a refund asked for?"}}}
-
-
-def warmup_bodies(two_way: bool, vision: bool = False, box: bool = False,
-                  number: bool = False) -> tuple[tuple[str, dict], ...]:
+def warmup_bodies(two_way: bool, vision: bool = False, served=()) -> tuple[tuple[str, dict], ...]:
     """(route, body): every question type in the default mode on both APIs (and images, on a
-    vision model; boxes where they are answered); with two-way live, both modes explicitly too
-    (on a GPU the two-way kernel variant compiles on first use: not on a client's clock)."""
+    vision model; each kind not answered by label reads, such as box and number, alone where it
+    is `served`: its refusal is None); with two-way live, both modes explicitly too (on a GPU
+    the two-way kernel variant compiles on first use: not on a client's clock)."""
     bodies = reading_bodies()
     if vision:
         bodies += image_bodies()
-    if box:
-        bodies += (box_body(),)
-    if number:  # the number grammar compiled before ready (a thought is a plain generation:
-        bodies += (("/v1/systemone", NUMBER_BODY),)  # nothing to compile, not warmed)
+    picture = "data:image/png;base64," + base64.b64encode(png(48, 32, (40, 40, 200))).decode()
+    bodies += tuple(("/v1/systemone", {"model": MODEL, **k.warmup_body(STATE, picture)})
+                    for k in kinds.KINDS.values() if not k.reads and k.name in served)
     if not two_way:
         return bodies
     last = bodies[len(kinds.reading())][1]  # the body with every kind

@@ -91,8 +91,10 @@ class Kind:
         """The profile lists enough labels for this kind."""
         raise NotImplementedError
 
-    def warmup_body(self, state: str) -> dict:
-        """A System One body (state and questions) asking this kind alone, read before ready."""
+    def warmup_body(self, state: str, image_url: str = "") -> dict:
+        """A System One body (state and questions) asking this kind alone, run before ready
+        wherever the kind is served; `image_url`: a small picture (a data URL) for a kind that
+        needs one."""
         raise NotImplementedError
 
     def listings(self, q: Question, labels, opts) -> list:

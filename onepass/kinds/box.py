@@ -98,6 +98,13 @@ class BoxKind(Kind):
                      ("kwargs", "box"), check) or DEFAULT_MODE
         return {"mode": _mode(q.get("box"), loc + ("box",), check) or mode}
 
+    def warmup_body(self, state, image_url=""):
+        """A box in each mode beside a noul, on one picture: the constrained generation (its
+        grammar compiled once), the present and edge reads."""
+        return {"state": {"photo": image_url}, "questions": {
+            mode: {"type": "box", "instructions": "the blue area in `photo`", "box": {"mode": mode}}
+            for mode in MODES} | {"blue": {"type": "noul", "instructions": "Is [image 1] blue?"}}}
+
     def check_images(self, count, loc, check):
         if count != 1:  # a box is drawn on the request's one image
             check.add(loc, f"a box question is answered on the request's one image; this "

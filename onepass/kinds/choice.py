@@ -51,7 +51,7 @@ class Choice(Kind):
     def labels_ok(self, labels) -> bool:
         return len(labels) >= 2
 
-    def warmup_body(self, state: str) -> dict:
+    def warmup_body(self, state: str, image_url: str = "") -> dict:
         return {"state": state, "questions": {"team": {
             "type": "choice", "instructions": "Which team should handle it?",
             "criteria": {"billing": "Payments and refunds", "tech": None,

@@ -22,7 +22,7 @@ class Noul(Kind):
     def labels_ok(self, labels) -> bool:
         return len(labels) == 2
 
-    def warmup_body(self, state: str) -> dict:
+    def warmup_body(self, state: str, image_url: str = "") -> dict:
         return {"state": state, "questions": {"refund": {
             "type": "noul", "instructions": "Is the customer asking for money back?"}}}
 

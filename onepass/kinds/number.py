@@ -38,6 +38,13 @@ class NumberKind(Kind):
                               "generation tokens per number answer (a number cut by it is null)"),
     }
 
+    def warmup_body(self, state, image_url=""):
+        """Its grammar compiled before ready (a thought is a plain generation: nothing to
+        compile, not warmed)."""
+        return {"state": state, "questions": {
+            "order": {"type": "number", "instructions": "What is the order number?"},
+            "refund": {"type": "noul", "instructions": "Is a refund asked for?"}}}
+
     def plan(self, q, job):
         return Plan(generation=Generation(q, constraint(), job.settings.number_max_tokens))
 

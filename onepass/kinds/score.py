@@ -35,7 +35,7 @@ class Score(Kind):
     def labels_ok(self, labels) -> bool:
         return len(labels) >= MAX_LEVELS
 
-    def warmup_body(self, state: str) -> dict:
+    def warmup_body(self, state: str, image_url: str = "") -> dict:
         return {"state": {"ticket": state, "plan": "pro"}, "questions": {"anger": {
             "type": "score", "instructions": "How angry is the customer?",
             "criteria": ["Calm", "Annoyed", "Furious"]}}}

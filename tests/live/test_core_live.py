@@ -32,7 +32,7 @@ class Mood(Kind):
     def labels_ok(self, labels) -> bool:
         return len(labels) == 3
 
-    def warmup_body(self, state):
+    def warmup_body(self, state, image_url=""):
         return {"state": state, "questions": {"mood": {"type": "mood"}}}
 
     def listings(self, q, labels, opts):
@@ -61,6 +61,9 @@ class Year(Kind):
 
     def labels_ok(self, labels) -> bool:
         return True
+
+    def warmup_body(self, state, image_url=""):
+        return {"state": state, "questions": {"y": {"type": "year", "instructions": "When?"}}}
 
     def plan(self, q, job):
         return Plan(generation=Generation(q, {"regex": "(19|20)[0-9]{2}"}, 8))
