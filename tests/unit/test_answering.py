@@ -94,7 +94,7 @@ class TestReread(Case):
             self.assertEqual(second.count(AGAIN), again - 1)
 
     def test_a_score_rereads_a_noul_never(self):
-        """reread: a score under the threshold is read again; a noul, its kind not re-reading, never."""
+        """reread: a score under the threshold is read again; a noul (rereads False) never."""
         r = reader(FIRST, SECOND)
         out = answering.answer(r, decision((YES, LEVELS), "ticket", **below(0.99)),
                                budget=spare(5))

@@ -59,7 +59,7 @@ class TestCodings(unittest.TestCase):
 
 class TestJson(unittest.TestCase):
     def test_numbers_past_a_float_and_lone_surrogates_are_422(self):
-        """parse_json: 1e400 and a lone \\ud800 escape are refused; a surrogate pair is one char."""
+        """parse_json: 1e400 and a lone \\ud800 escape are refused; a surrogate pair parses."""
         for bad in (b'{"n": 1e400}', b'{"n": -1e400}', b'{"s": "\\ud800"}', b'["\\udfff x"]'):
             with self.assertRaises(InvalidRequest, msg=bad) as ctx:
                 body.parse_json(bad, "application/json")

@@ -9,10 +9,11 @@ import unittest
 from onepass import config
 from onepass.backend import generation
 from onepass.backend.probes import Facts
-from onepass.decision import CAUSAL, TWO_WAY, Decision, Option, Question, Read, ReadResult
+from onepass.decision import CAUSAL, TWO_WAY, Option, Question, Read, ReadResult
 from onepass.errors import InvalidRequest, OverBudget, Problem
 from onepass.pipeline import Pipeline
 from onepass.reader import Reader
+from tests.support.build_decision import decision
 from tests.support.unit_profile import LABELS, PROFILE
 
 NOUL_Q = Question("noul", "Refund?", (Option("true", None), Option("false", None)))
@@ -57,8 +58,8 @@ class TestReader(unittest.TestCase):
     def test_two_way_budget_is_learnt_from_the_typed_refusal(self):
         """read: a two-way read refused for the plugin's budget is fitted to it and read again."""
         pipe = pipeline(budget=600)
-        decision = Decision("m", "word " * 400, (NOUL_Q,), TWO_WAY)
-        reads, selections, _ = pipe.reader.read(decision)
+        reads, selections, _ = pipe.reader.read(decision((NOUL_Q,), "word " * 400,
+                                                         attention_mode=TWO_WAY))
         self.assertEqual(pipe.engine.two_way_budget, 600)
         self.assertEqual(len(pipe.engine.calls), 2)  # refused once, then fitted to the budget
         self.assertLessEqual(len(reads[0].prompt.encode()), 600)
@@ -70,7 +71,7 @@ class TestReader(unittest.TestCase):
         pipe.engine.read_all = lambda reads: (_ for _ in ()).throw(
             OverBudget([Problem(("state",), "x", "too_long")], 600))
         with self.assertRaises(InvalidRequest):
-            pipe.reader.read(Decision("m", "short", (NOUL_Q,), CAUSAL))
+            pipe.reader.read(decision((NOUL_Q,), "short", attention_mode=CAUSAL))
         self.assertIsNone(pipe.engine.two_way_budget)
 
     def test_a_refusal_under_a_known_budget_is_not_retried(self):
@@ -78,33 +79,31 @@ class TestReader(unittest.TestCase):
         r = reader(100_000, budget=600)
         r.engine.two_way_budget = 10_000  # learnt, but the plugin still refuses
         with self.assertRaises(OverBudget):
-            r.read(Decision("m", "word " * 400, (NOUL_Q,), TWO_WAY))
+            r.read(decision((NOUL_Q,), "word " * 400, attention_mode=TWO_WAY))
         self.assertEqual(len(r.engine.calls), 1)
 
     def test_a_learnt_budget_binds_two_way_reads_only(self):
-        """read: the learnt two-way budget cuts a two-way read's state; a causal read of the
-        same request fills the served context."""
+        """read: a learnt two-way budget cuts a two-way read; a causal read fills the context."""
         r = reader(100_000)
         r.engine.two_way_budget = 600
         state = "word " * 400  # 2000 bytes
-        two_way, cut, _ = r.read(Decision("m", state, (NOUL_Q,), TWO_WAY))
-        causal, whole, _ = r.read(Decision("m", state, (NOUL_Q,), CAUSAL))
+        two_way, cut, _ = r.read(decision((NOUL_Q,), state, attention_mode=TWO_WAY))
+        causal, whole, _ = r.read(decision((NOUL_Q,), state, attention_mode=CAUSAL))
         self.assertLessEqual(len(two_way[0].prompt.encode()), 600)
         self.assertEqual(len(cut), 1)
         self.assertEqual(whole, [])
         self.assertIn(state, causal[0].prompt)
 
     def test_fit_honours_reserve(self):
-        """fit: the budget is the context less `reserve`: the same request fits whole with 1
-        reserved and is cut to max_len - reserve with more."""
+        """fit: the budget is max_len less `reserve`: whole with 1 reserved, cut with more."""
         state = "word " * 100  # 500 bytes
         r = reader(max_len=900)
-        reads, selections = r.fit(Decision("m", state, (NOUL_Q,)), reserve=1)
+        reads, selections = r.fit(decision((NOUL_Q,), state), reserve=1)
         whole = len(reads[0].prompt.encode())
         self.assertEqual(selections, [])
         self.assertLess(whole, 899)
         reserve = 900 - (whole - 100)  # leaves room for all but ~100 bytes of the state
-        reads, selections = r.fit(Decision("m", state, (NOUL_Q,)), reserve=reserve)
+        reads, selections = r.fit(decision((NOUL_Q,), state), reserve=reserve)
         self.assertLessEqual(len(reads[0].prompt.encode()), 900 - reserve)
         self.assertEqual(len(selections), 1)
         self.assertEqual(selections[0].total_tokens, whole)
@@ -114,15 +113,14 @@ class TestReader(unittest.TestCase):
         """fit: a `budget` below the context less reserve binds; one above it does not."""
         state = "word " * 100
         r = reader(max_len=10_000)
-        tight, cut = r.fit(Decision("m", state, (NOUL_Q,)), 1, budget=400)
-        loose, kept = r.fit(Decision("m", state, (NOUL_Q,)), 1, budget=10 ** 6)
+        tight, cut = r.fit(decision((NOUL_Q,), state), 1, budget=400)
+        loose, kept = r.fit(decision((NOUL_Q,), state), 1, budget=10 ** 6)
         self.assertLessEqual(len(tight[0].prompt.encode()), 400)
         self.assertEqual((len(cut), kept), (1, []))
         self.assertIn(state, loose[0].prompt)
 
     def test_generate_hands_the_read_and_settings_to_the_engine(self):
-        """generate: one engine submit of generation.generate with the read, the structured
-        outputs, the token cap, the stops and the deadline, its future returned."""
+        """generate: one engine submit of generation.generate with every setting, its future."""
         r = reader(4096)
         read = Read("p", (), ())
         self.assertEqual(r.generate(read, {"regex": "[0-9]+"}, 24, ("\n",), 12.5), "future")

@@ -23,7 +23,7 @@ def question(*keys, texts=None):
 
 class TestListings(unittest.TestCase):
     def test_a_second_order_is_a_rotation_with_its_own_labels(self):
-        """listings: orders=2 of 4 options starts copy 2 at option 2, labels E-H, under its heading."""
+        """listings: orders=2 of 4 options: copy 2 starts at option 2, labels E-H, its heading."""
         q = question("a", "b", "c", "d", texts=["first", None, None, None])
         (lines, pairs, option_of_label, order), = KIND.listings(q, LABELS, Layout(orders=2))
         self.assertEqual(option_of_label, (0, 1, 2, 3, 2, 3, 0, 1))

@@ -32,8 +32,7 @@ def frames(d, profile=PROFILE, count=by_bytes):
 
 class TestRender(unittest.TestCase):
     def test_one_read_per_listing_each_with_its_question(self):
-        """render: choice in 2 orders as reads gives 2 reads, score both ways 2, noul 1; each
-        carries its question index and the Decision's mode."""
+        """render: a Read per listing (noul 1, choice 4, score 2), each with its index and mode."""
         opts = config.Layout(orders=2, orders_as_reads=True, both_directions=True)
         d = decision((YES, TEAM, ANGER), "ticket", layout=opts, attention_mode=TWO_WAY)
         reads = [frame.render(frame.state_text) for frame in frames(d)]
@@ -60,8 +59,7 @@ class TestRender(unittest.TestCase):
         self.assertIs(layout.techniques(replace(d, layout=mine), PROFILE), mine)
 
     def test_the_head_is_system_and_record_shared_by_every_question(self):
-        """render: prompt[:head_chars] is the same for every question over one state, and ends
-        with the record; question first shares nothing (0)."""
+        """render: prompt[:head_chars] (system and record) is shared; question first shares 0."""
         fs = frames(decision((YES, TEAM, ANGER), "the ticket text"))
         reads = [r for f in fs for r in f.render(f.state_text)]
         heads = {r.prompt[:r.head_chars] for r in reads}
