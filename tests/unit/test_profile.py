@@ -30,7 +30,7 @@ class TestLabels(unittest.TestCase):
         self.assertEqual(expand_labels(["a-c", "0-2"]), ["a", "b", "c", "0", "1", "2"])
 
     def test_what_is_not_a_range_stays_a_label(self):
-        """expand_labels: unequal sides, an empty side or a non-alphanumeric one stay as written."""
+        """expand_labels: unequal sides, an empty side or a symbol stay as written."""
         for spec in ("Yes-No", "A-", "-", "!-#", "A-B-C"):
             self.assertEqual(expand_labels([spec]), [spec], spec)
 
@@ -80,7 +80,7 @@ class TestCalibrationBounds(unittest.TestCase):
                              below)
 
     def test_number_confidence_and_prior_counts(self):
-        """check_calibration: number_confidence {a, b} within 1000; prior counts in ASCII digits."""
+        """check_calibration: number_confidence {a, b} within 1000; prior counts ASCII digits."""
         for fit, bad in (({"a": 2.0, "b": -1}, False), ({"a": 1001, "b": 0}, True),
                          ({"a": 1}, True), ([1, 2], True)):
             self.assertEqual(refused(check_calibration, replace(CAL, number_confidence=fit)),
