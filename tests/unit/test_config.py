@@ -31,7 +31,7 @@ class TestSettings(unittest.TestCase):
         self.assertEqual((s.max_reads, s.engine_timeout_s, s.max_questions), (12, 2.5, 400))
 
     def test_counts_and_timeouts_must_be_positive_and_finite(self):
-        """load: 0, negative or infinite is a ConfigError naming the setting; port 0 is any port."""
+        """load: 0, negative or infinite is a ConfigError naming it; port 0 means any port."""
         for name in POSITIVE:
             row = config.SETTINGS[name]
             for bad in ("0", "-1") + (("inf",) if row[0] is float else ()):
