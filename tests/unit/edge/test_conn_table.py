@@ -1,0 +1,98 @@
+"""Stdlib-only tests of the open-connection table (onepass/edge/conn_table.py): a newcomer past
+the cap closes the connection idle the longest, else the one reading its request the longest,
+never one being answered (then the newcomer is refused); and waiting for quiet. The sockets are
+stand-ins that record their shutdown. Over real sockets: test_security.py.
+Run: python3 -S -m unittest tests.unit.edge.test_conn_table
+"""
+import socket
+import time
+import unittest
+
+from onepass.edge import conn_table
+from onepass.edge.conn_table import IDLE, READING, WORKING, Table
+
+
+class Sock:
+    """Records shutdown(how) calls; hashable by identity, as a socket is."""
+
+    def __init__(self, name):
+        self.name, self.shut = name, []
+
+    def shutdown(self, how):
+        self.shut.append(how)
+
+
+def table(*states):
+    """A Table at its cap of len(states), connection i in states[i], opened i seconds ago less."""
+    t, now = Table(len(states)), time.monotonic()
+    socks = [Sock(i) for i in range(len(states))]
+    for i, (sock, state) in enumerate(zip(socks, states)):
+        conn = t.add(sock)
+        conn.state, conn.since = state, now - 100 + i
+    return t, socks
+
+
+class TestEviction(unittest.TestCase):
+    def test_the_longest_idle_goes_first(self):
+        """add: past the cap the oldest idle connection is shut for reading and dropped."""
+        t, socks = table(READING, IDLE, IDLE, WORKING)
+        new = Sock("new")
+        self.assertIsNotNone(t.add(new))
+        self.assertEqual(socks[1].shut, [socket.SHUT_RD])
+        self.assertEqual([s.shut for s in (socks[0], socks[2], socks[3])], [[], [], []])
+        self.assertNotIn(socks[1], t.open)
+        self.assertIn(new, t.open)
+
+    def test_then_the_longest_reading(self):
+        """add: with no idle connection, the one reading the longest is evicted and marked."""
+        t, socks = table(WORKING, READING, READING)
+        victim = t.open[socks[1]]
+        t.add(Sock("new"))
+        self.assertTrue(victim.evicted)
+        self.assertEqual(socks[1].shut, [socket.SHUT_RD])
+
+    def test_connections_being_answered_are_never_closed(self):
+        """add: every connection working: the newcomer gets None and no one is shut."""
+        t, socks = table(WORKING, WORKING)
+        self.assertIsNone(t.add(Sock("new")))
+        self.assertEqual([s.shut for s in socks], [[], []])
+        t.remove(socks[0])
+        self.assertIsNotNone(t.add(Sock("later")))
+
+    def test_a_new_connection_starts_idle(self):
+        """Conn: added idle, now; set() moves its state and clock."""
+        conn = Table(1).add(Sock("a"))
+        self.assertEqual(conn.state, IDLE)
+        before = conn.since
+        conn.set(READING)
+        self.assertEqual(conn.state, READING)
+        self.assertGreaterEqual(conn.since, before)
+
+
+class TestQuiet(unittest.TestCase):
+    def test_quiet_returns_at_once_when_all_idle_long_enough(self):
+        """wait_quiet: only idle connections older than quiet_s: no wait."""
+        t, _ = table(IDLE, IDLE)
+        started = time.monotonic()
+        t.wait_quiet(1.0, 5.0)
+        self.assertLess(time.monotonic() - started, 1.0)
+
+    def test_quiet_waits_out_a_request_under_way(self):
+        """wait_quiet: a reading connection holds it until the timeout."""
+        t, _ = table(IDLE, READING)
+        started = time.monotonic()
+        t.wait_quiet(0.0, 0.2)
+        self.assertGreaterEqual(time.monotonic() - started, 0.2)
+
+    def test_descriptors_are_left_when_they_suffice(self):
+        """fit_descriptors: a cap the soft limit already covers is kept as asked."""
+        import resource
+        soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+        if soft != resource.RLIM_INFINITY and soft < 10 + 2 + conn_table.FD_RESERVE:
+            self.skipTest("the soft descriptor limit is below what this case assumes")
+        self.assertEqual(conn_table.fit_descriptors(10, 2), 10)
+        self.assertEqual(resource.getrlimit(resource.RLIMIT_NOFILE)[0], soft)
+
+
+if __name__ == "__main__":
+    unittest.main()

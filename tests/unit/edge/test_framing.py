@@ -1,0 +1,102 @@
+"""Stdlib-only tests of HTTP/1.1 framing (onepass/edge/framing.py) over in-memory bytes, for
+what the socket-level corpus in test_security.py (fuzz_cases.CORPUS, test_strict_framing_is_served)
+does not reach: the target's absolute form, HTTP/1.0 rules, keep-alive, empty lines before a
+request, a clean close against a client gone mid-request, and the whole-request deadline.
+Run: python3 -S -m unittest tests.unit.edge.test_framing
+"""
+import io
+import time
+import unittest
+
+from onepass.edge import framing
+from onepass.edge.framing import ClientGone, DeadlineReader, Head
+from onepass.errors import HeaderTooLarge, MalformedHttp
+
+
+def head(raw: bytes) -> Head | None:
+    return framing.read_head(io.BytesIO(raw))
+
+
+class TestHead(unittest.TestCase):
+    def test_an_absolute_target_is_reduced_to_its_path(self):
+        """read_head: http(s)://host/path?q becomes /path?q; a bare host becomes /."""
+        self.assertEqual(head(b"GET http://x.test/v1/models?a=1 HTTP/1.1\r\nHost: x\r\n\r\n")
+                         .target, "/v1/models?a=1")
+        self.assertEqual(head(b"GET HTTPS://x.test HTTP/1.1\r\nHost: x\r\n\r\n").target, "/")
+        with self.assertRaises(MalformedHttp):
+            head(b"GET ftp://x.test/a HTTP/1.1\r\nHost: x\r\n\r\n")
+
+    def test_http10_needs_no_host_and_closes_by_default(self):
+        """Head: HTTP/1.0 needs no Host and keeps alive only when asked; 1.1 until close."""
+        old = head(b"GET /health HTTP/1.0\r\n\r\n")
+        self.assertEqual((old.http10, old.keep_alive), (True, False))
+        self.assertTrue(head(b"GET / HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n").keep_alive)
+        new = head(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: x, Close\r\n\r\n")
+        self.assertEqual((new.http10, new.keep_alive), (False, False))
+        self.assertTrue(head(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").keep_alive)
+
+    def test_a_few_empty_lines_before_the_request_are_ignored(self):
+        """read_head: up to MAX_EMPTY_LINES CRLFs before the request line; one more is a 400."""
+        line = b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"
+        self.assertEqual(head(b"\r\n" * framing.MAX_EMPTY_LINES + line).method, "GET")
+        with self.assertRaises(MalformedHttp):
+            head(b"\r\n" * (framing.MAX_EMPTY_LINES + 1) + line)
+
+    def test_a_clean_close_is_none_and_a_cut_head_is_client_gone(self):
+        """read_head: no bytes at all is None; a head cut off inside is ClientGone."""
+        self.assertIsNone(head(b""))
+        for cut in (b"GET / HTTP/1.1\r\nHost: x\r\n", b"GET / HTTP/1.1\r\nHo"):
+            with self.assertRaises(ClientGone, msg=cut):
+                head(cut)
+
+    def test_repeated_fields_join_and_the_head_is_bounded(self):
+        """Fields: a repeated list field reads comma-joined; past MAX_HEAD_BYTES is a 431."""
+        h = head(b"GET / HTTP/1.1\r\nHost: x\r\nAccept: a\r\naccept: b\r\n\r\n")
+        self.assertEqual((h.fields.get("ACCEPT"), h.fields.all("accept")), ("a, b", ["a", "b"]))
+        self.assertEqual(h.fields.get("missing", "none"), "none")
+        lines = b"".join(b"X-%d: %s\r\n" % (i, b"v" * 8000) for i in range(9))  # over 64 KiB
+        with self.assertRaises(HeaderTooLarge):
+            head(b"GET / HTTP/1.1\r\nHost: x\r\n" + lines + b"\r\n")
+
+
+class TestBody(unittest.TestCase):
+    def test_a_body_cut_short_is_client_gone(self):
+        """read_body: fewer bytes than Content-Length, or a chunk cut off, is ClientGone."""
+        with self.assertRaises(ClientGone):
+            framing.read_body(io.BytesIO(b"abc"), 5, 100)
+        with self.assertRaises(ClientGone):
+            framing.read_body(io.BytesIO(b"5\r\nab"), framing.CHUNKED, 100)
+
+    def test_a_chunked_body_reads_exactly_its_chunks(self):
+        """read_body: chunks joined, the trailer read, nothing past it consumed."""
+        rfile = io.BytesIO(b"3\r\nabc\r\nA;x=1\r\n0123456789\r\n0\r\nT: 1\r\n\r\nNEXT")
+        self.assertEqual(framing.read_body(rfile, framing.CHUNKED, 13), b"abc0123456789")
+        self.assertEqual(rfile.read(), b"NEXT")
+
+
+class TestDeadline(unittest.TestCase):
+    def test_once_begun_every_wait_shares_one_deadline(self):
+        """DeadlineReader: after begin(), a read past the deadline raises TimeoutError."""
+        class Sock:
+            def settimeout(self, s):
+                self.timeout = s
+
+            def recv_into(self, buffer):
+                return 0
+        sock = Sock()
+        reader = DeadlineReader(sock, idle_s=75.0, request_s=0.05)
+        reader.readinto(bytearray(1))
+        self.assertEqual(sock.timeout, 75.0)  # between requests: the idle timeout
+        reader.begin()
+        reader.readinto(bytearray(1))
+        self.assertLessEqual(sock.timeout, 0.05)
+        time.sleep(0.06)
+        with self.assertRaises(TimeoutError):
+            reader.readinto(bytearray(1))
+        reader.end()
+        reader.readinto(bytearray(1))
+        self.assertEqual(sock.timeout, 75.0)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,61 @@
+"""Stdlib-only tests of the settings (onepass/config.py): defaults, the environment under the
+flags, the bounds every count and timeout is held to, and each kind's own settings. Flags over
+the environment and the key from it alone are tested in test_shim.py (TestConfig); the image
+settings in tests/unit/images/test_inputs.py.
+Run: python3 -S -m unittest tests.unit.test_config
+"""
+import unittest
+
+from onepass import config
+
+POSITIVE = ("max_body_bytes", "max_questions", "max_in_flight", "max_reads", "engine_timeout_s",
+            "drain_timeout_s", "max_box_questions", "number_max_tokens")
+
+
+def load(*argv, **env):
+    return config.load(list(argv), environ=env)
+
+
+class TestSettings(unittest.TestCase):
+    def test_defaults_come_from_the_table(self):
+        """load: with no flag and no environment, every setting is its table default."""
+        s = load()
+        for name, (_, default, _, _) in config.SETTINGS.items():
+            if name != "profile":  # resolved to the file's default profile's name
+                self.assertEqual(getattr(s, name), default, name)
+        self.assertEqual((s.profile, s.api_key), ("smollm2-135m", ""))
+
+    def test_the_environment_fills_what_no_flag_sets_and_empty_is_unset(self):
+        """load: ONEPASS_* is typed like its flag; an empty variable leaves the default."""
+        s = load(ONEPASS_MAX_READS="12", ONEPASS_ENGINE_TIMEOUT_S="2.5", ONEPASS_MAX_QUESTIONS="")
+        self.assertEqual((s.max_reads, s.engine_timeout_s, s.max_questions), (12, 2.5, 400))
+
+    def test_counts_and_timeouts_must_be_positive_and_finite(self):
+        """load: 0, negative or infinite is a ConfigError naming it; port 0 means any port."""
+        for name in POSITIVE:
+            row = config.SETTINGS[name]
+            for bad in ("0", "-1") + (("inf",) if row[0] is float else ()):
+                with self.assertRaises(config.ConfigError, msg=(name, bad)) as ctx:
+                    load(**{row[2]: bad})
+                self.assertIn(name, str(ctx.exception))
+        self.assertEqual(load("--port", "0").port, 0)
+        with self.assertRaises(config.ConfigError):
+            load("--port", "-1")
+
+    def test_choices_and_the_engine_url(self):
+        """load: drain_refusal is 503 or close; the vLLM URL loses its trailing slashes."""
+        self.assertEqual(load(ONEPASS_DRAIN_REFUSAL="close").drain_refusal, "close")
+        with self.assertRaises(config.ConfigError):
+            load(ONEPASS_DRAIN_REFUSAL="drop")
+        self.assertEqual(load("--vllm", "http://h:1//").vllm, "http://h:1")
+
+    def test_each_kinds_settings_are_flags(self):
+        """SETTINGS: box and number add their caps as flags and ONEPASS_* variables."""
+        self.assertLessEqual({"max_box_questions", "box_max_tokens", "max_number_questions",
+                              "number_max_tokens"}, set(config.KIND_SETTINGS))
+        s = load("--box-max-tokens", "64", ONEPASS_MAX_NUMBER_QUESTIONS="3")
+        self.assertEqual((s.box_max_tokens, s.max_number_questions), (64, 3))
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,62 @@
+"""Stdlib-only tests of the internal decision model (onepass/decision.py): the one compact JSON
+rendering, text-valued fields, the attention-mode names, and the frozen records' defaults.
+Run: python3 -S -m unittest tests.unit.test_decision
+"""
+import dataclasses
+import unittest
+
+from onepass import decision
+from onepass.decision import (CAUSAL, TWO_WAY, Answer, Decision, Option, Outcome, Question,
+                              Read, ReadResult)
+
+
+class TestText(unittest.TestCase):
+    def test_compact_json_keeps_unicode_and_drops_spaces(self):
+        """compact_json: no spaces after separators, non-ASCII as itself, key order kept."""
+        self.assertEqual(decision.compact_json({"z": "Ü 🎯", "a": [1, 2.5, None, True]}),
+                         '{"z":"Ü 🎯","a":[1,2.5,null,true]}')
+
+    def test_as_text_keeps_strings_and_renders_the_rest(self):
+        """as_text: a string as sent (even JSON-looking); any other value as compact JSON."""
+        self.assertEqual(decision.as_text(' {"a": 1} '), ' {"a": 1} ')
+        self.assertEqual(decision.as_text(["a", {"b": 1}]), '["a",{"b":1}]')
+        self.assertEqual(decision.as_text(3), "3")
+        self.assertEqual(decision.as_text(None), "null")
+
+    def test_mode_names(self):
+        """MODE_NAMES: the clients' names map to the two internal modes, and only those."""
+        self.assertEqual(decision.MODE_NAMES, {"causal": CAUSAL, "one-way": CAUSAL,
+                                               "bidirectional": TWO_WAY, "two-way": TWO_WAY})
+
+
+class TestRecords(unittest.TestCase):
+    def test_a_decision_defaults_to_causal_with_nothing_resolved(self):
+        """Decision: causal, no layout, calibration, images or reasoning unless given."""
+        d = Decision("m", "s", ())
+        self.assertEqual((d.attention_mode, d.layout, d.calibration, d.images, d.reasoning),
+                         (CAUSAL, None, None, (), None))
+
+    def test_records_are_frozen(self):
+        """Every record of the model is immutable: assigning a field raises."""
+        records = (Option("k", None), Question("noul", None, ()), Decision("m", "s", ()),
+                   Read("p", (1,), (0,)), ReadResult((0.0,), 1),
+                   Answer("noul", (1.0,), 1.0, 1.0, 0), Outcome((), 0, CAUSAL))
+        for record in records:
+            field = dataclasses.fields(record)[0].name
+            with self.assertRaises(dataclasses.FrozenInstanceError, msg=type(record).__name__):
+                setattr(record, field, None)
+
+    def test_read_and_outcome_defaults(self):
+        """Read: question 0, causal, nothing cut or shared; Outcome: no re-read, no output."""
+        r = Read("p", (1, 2), (0, 1))
+        self.assertEqual((r.order_of_label, r.question, r.attention_mode, r.whole_tokens,
+                          r.chat, r.images, r.head_chars, r.assistant),
+                         ((), 0, CAUSAL, 0, (), (), 0, ""))
+        o = Outcome((), 5, TWO_WAY)
+        self.assertEqual((o.rereads, o.reread_below, o.num_cached_tokens, o.selections,
+                          o.images, o.output_tokens, o.reasoning_tokens, o.reasoning),
+                         (0, 0.0, 0, (), 0, 0, 0, None))
+
+
+if __name__ == "__main__":
+    unittest.main()
