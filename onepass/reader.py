@@ -36,8 +36,8 @@ class Reader:
             reads, selections = self.fit(decision, 1, known)  # step: fit
             try:
                 return reads, selections, self.engine.read_all(reads)  # step: reads
-            except OverBudget:
-                if decision.attention_mode != TWO_WAY or known:
+            except OverBudget:  # again only when this refusal taught a budget to fit to
+                if decision.attention_mode != TWO_WAY or known or not self.engine.two_way_budget:
                     raise
         raise AssertionError("unreachable: the second round re-raises")
 

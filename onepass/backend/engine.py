@@ -121,7 +121,8 @@ class Engine:
         if status == 400 and refusal.get(PLUGIN_ERROR_KEY) == OVER_BUDGET:
             telemetry.engine_error("two_way_budget")
             budget = int(refusal["budget_tokens"])
-            self.two_way_budget = self.two_way_budget or budget  # learnt once, kept
+            if budget > 0 and not self.two_way_budget:  # learnt once, kept; no room at
+                self.two_way_budget = budget  # all (0) is no budget to fit to
             raise OverBudget(too_long, budget)
         if status == 400 and any(m in message.lower() for m in CONTEXT_MARKERS):
             telemetry.engine_error("context_length")

@@ -34,7 +34,8 @@ class StubEngine:
         self.calls.append(reads)
         longest = max(len(r.prompt.encode()) for r in reads)
         if reads[0].attention_mode == TWO_WAY and longest > self.budget:
-            self.two_way_budget = self.two_way_budget or self.budget
+            if self.budget > 0 and not self.two_way_budget:
+                self.two_way_budget = self.budget
             raise OverBudget([Problem(("state",), "too long", "too_long")], self.budget)
         return [ReadResult((-0.1, -2.0), 10) for _ in reads]
 
@@ -81,6 +82,14 @@ class TestReader(unittest.TestCase):
         with self.assertRaises(OverBudget):
             r.read(decision((NOUL_Q,), "word " * 400, attention_mode=TWO_WAY))
         self.assertEqual(len(r.engine.calls), 1)
+
+    def test_a_zero_budget_is_refused_as_too_long_not_retried(self):
+        """read: the plugin saying nothing fits (budget 0) is the client's 4xx, read once."""
+        r = reader(100_000, budget=0)
+        with self.assertRaises(OverBudget) as ctx:
+            r.read(decision((NOUL_Q,), "word", attention_mode=TWO_WAY))
+        self.assertEqual((len(r.engine.calls), r.engine.two_way_budget), (1, None))
+        self.assertLess(ctx.exception.status, 500)
 
     def test_a_learnt_budget_binds_two_way_reads_only(self):
         """read: a learnt two-way budget cuts a two-way read; a causal read fills the context."""
