@@ -10,7 +10,12 @@ import gzip
 import json
 import struct
 import zlib
+import sys
 from dataclasses import dataclass, field
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # the checkout's onepass/
+from onepass.backend.warmup import png as _png  # noqa: E402  (the one stdlib PNG writer)
 
 S1, DEC = "/v1/systemone", "/v1/decisions"
 MODEL = "jev-latest"
@@ -75,22 +80,8 @@ def long_json(rows: int = 1500) -> dict:
 
 # -- images ----------------------------------------------------------------------------------
 def png(width: int, height: int, rgb, square=None) -> bytes:
-    """A small RGB PNG from the standard library (zlib + struct); `square` = (left, top, side,
-    rgb) paints one square of another colour."""
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        return (struct.pack(">I", len(data)) + kind + data
-                + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF))
+    return _png(width, height, rgb, square, level=9)  # the corpus as recorded: zlib level 9
 
-    def row(y: int) -> bytes:
-        if square is None or not square[1] <= y < square[1] + square[2]:
-            return bytes(rgb) * width
-        left, _, side, colour = square
-        inside = max(0, min(side, width - left))
-        return bytes(rgb) * left + bytes(colour) * inside + bytes(rgb) * (width - left - inside)
-    rows = b"".join(b"\0" + row(y) for y in range(height))
-    return (b"\x89PNG\r\n\x1a\n"
-            + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
-            + chunk(b"IDAT", zlib.compress(rows, 9)) + chunk(b"IEND", b""))
 
 
 def b64(data: bytes) -> str:

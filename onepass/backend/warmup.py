@@ -30,9 +30,11 @@ def reading_bodies() -> tuple[tuple[str, dict], ...]:
     return tuple(("/v1/systemone", b) for b in systemone) + (("/v1/decisions", decisions),)
 
 
-def png(width: int, height: int, rgb: tuple[int, int, int], square=None) -> bytes:
+def png(width: int, height: int, rgb: tuple[int, int, int], square=None,
+        level: int = -1) -> bytes:
     """A one-colour RGB PNG, written with the standard library; `square` = (left, top, side,
-    rgb) paints one square of another colour on it."""
+    rgb) paints one square of another colour on it; `level`: zlib's (bench/parity/ keeps 9, the
+    level its recorded corpus was written with)."""
     def chunk(kind: bytes, data: bytes) -> bytes:
         return (struct.pack(">I", len(data)) + kind + data
                 + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF))
@@ -44,7 +46,7 @@ def png(width: int, height: int, rgb: tuple[int, int, int], square=None) -> byte
         return bytes(rgb) * left + bytes(colour) * inside + bytes(rgb) * (width - left - inside)
     rows = b"".join(b"\0" + row(y) for y in range(height))
     return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
-            + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b""))
+            + chunk(b"IDAT", zlib.compress(rows, level)) + chunk(b"IEND", b""))
 
 
 def image_bodies() -> tuple[tuple[str, dict], ...]:

@@ -35,10 +35,12 @@ class TestBodies(unittest.TestCase):
                                                       if k.decisions))
 
     def test_the_optional_paths_add_their_bodies(self):
-        """warmup_bodies: images add 2, boxes 1, numbers 1; two-way adds both modes explicitly."""
+        """warmup_bodies: images add 2, each served kind not read by labels (box, number) 1,
+        an unserved one none; two-way adds both modes explicitly."""
         plain = warmup.warmup_bodies(False)
         self.assertEqual(plain, warmup.reading_bodies())
-        every = warmup.warmup_bodies(False, vision=True, box=True, number=True)
+        self.assertEqual(warmup.warmup_bodies(False, served={"noul", "choice"}), plain)
+        every = warmup.warmup_bodies(False, vision=True, served={"box", "number"})
         self.assertEqual(len(every), len(plain) + 4)
         kinds_asked = {q.kind for route, body in every[len(plain):]
                        for q in parsed(route, body).questions}
