@@ -267,7 +267,7 @@ def test_serve_sh_sigterm_drains_then_stops(tmp_path):
     """serve.sh: SIGTERM under load: the shim drains first while vLLM still answers (requests
     in flight get 200, later ones 503 or a refused connection, none lost), then vLLM stops,
     and serve.sh exits 0 with no process left."""
-    from tools.wait_ready import alive
+    from tools.serve.wait_ready import alive
     own = serve_stack(tmp_path, {"ONEPASS_DTYPE": "auto"})  # the dtype that ships
     load = Load(own.url, 4)
     time.sleep(4)
@@ -283,7 +283,7 @@ def test_serve_sh_sigterm_drains_then_stops(tmp_path):
 
 def test_serve_sh_sigterm_stops_everything(stack, tmp_path):
     """serve.sh: SIGTERM while starting stops vLLM and the shim and exits 0."""
-    from tools.wait_ready import alive
+    from tools.serve.wait_ready import alive
     proc, lines = launch_serve(tmp_path, "serve.sh: warm-up: start")
     pids = [int(p) for p in re.findall(r"done \(pid (\d+)", "".join(lines))]
     assert len(pids) == 2, lines
