@@ -150,10 +150,11 @@ class Handler(socketserver.BaseRequestHandler):
                 f"this server has its {self.server.table.limit} connections open; this one "
                 "sent its request the slowest and was closed", retry_after_ms=1000), path)
         self.closing = self.closing or service.slots.closed  # draining: clients move on
-        # counted before sending: a client that scrapes right after its answer sees it
-        line = telemetry.finish(method, path, printable(path), status, started, doc, request_id)
+        # counted and logged before sending: a client that scrapes or reads the log right after
+        # its answer finds its request there, in the order its answers came
+        access_log.info("%s", telemetry.finish(method, path, printable(path), status, started,
+                                               doc, request_id))
         self.send(method, status, doc, request_id, extra)
-        access_log.info("%s", line)
 
     def answer(self, head: framing.Head, path: str, query: str) -> tuple[int, dict, dict]:
         """Judge the head; only an admitted request has its body read, then decided."""
