@@ -10,7 +10,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))  # onepass/, tests/support/ and the scripts from the checkout
 from tests.support.live_stack import (CPU_ARGS, SMOLLM2, VLLM_TEST_ARGS,  # noqa: E402
-                                      serve_stack, start_vllm, stop_stack)
+                                      serve_stack, shipped_dtype, start_vllm, stop_stack)
 
 
 def pytest_configure(config):
@@ -32,6 +32,21 @@ def stack(tmp_path_factory):
     s.log_dir = log_dir
     yield s
     stop_stack(s)
+
+
+@pytest.fixture(scope="session")
+def shipped(stack, tmp_path_factory):
+    """(stack, dtype): serve.sh in the dtype it ships on this CPU, as it starts by default
+    (ONEPASS_BATCH_INVARIANT=1). The session's stack when that dtype is fp32 (the session pins
+    fp32), else a stack of its own, which the SIGTERM-under-load test stops at the end (it runs
+    last): one serve.sh start serves both."""
+    dtype = shipped_dtype()
+    if dtype == "float32":
+        yield stack, dtype
+        return
+    own = serve_stack(tmp_path_factory.mktemp("shipped"), {"ONEPASS_DTYPE": dtype})
+    yield own, dtype
+    stop_stack(own)
 
 
 @pytest.fixture(scope="session")

@@ -263,12 +263,14 @@ def test_zz_vllm_death_under_load(stack):
     assert "vLLM exited" in stack.proc.stdout.read()
 
 
-def test_serve_sh_sigterm_drains_then_stops(tmp_path):
+def test_serve_sh_sigterm_drains_then_stops(shipped, stack, tmp_path):
     """serve.sh: SIGTERM under load: the shim drains first while vLLM still answers (requests
     in flight get 200, later ones 503 or a refused connection, none lost), then vLLM stops,
-    and serve.sh exits 0 with no process left."""
+    and serve.sh exits 0 with no process left. The stack is the shipped-dtype one the
+    determinism test used (conftest's `shipped`), or one of its own where that is the
+    session's."""
     from tools.serve.wait_ready import alive
-    own = serve_stack(tmp_path, {"ONEPASS_DTYPE": "auto"})  # the dtype that ships
+    own = shipped[0] if shipped[0] is not stack else serve_stack(tmp_path, {"ONEPASS_DTYPE": "auto"})
     load = Load(own.url, 4)
     time.sleep(4)
     own.proc.send_signal(signal.SIGTERM)

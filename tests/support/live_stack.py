@@ -111,6 +111,13 @@ def serve_stack(log_dir, env_extra=None):
     return Stack(url, vllm_url, proc, output, vllm_pid)
 
 
+def shipped_dtype() -> str:
+    """The dtype serve.sh serves in on this CPU (tools/serve/cpu_dtype.py's choice)."""
+    out = subprocess.run([sys.executable, str(ROOT / "tools" / "serve" / "cpu_dtype.py"), "auto"],
+                         capture_output=True, text=True, check=True).stdout.split("\n")
+    return out[0].strip()
+
+
 def stop_stack(s: Stack) -> None:
     if s.proc.poll() is None:
         s.proc.send_signal(signal.SIGTERM)

@@ -1,0 +1,127 @@
+"""Build the trained grounding model (profile idefics3-grounding) from the weights shipped in the
+repo: a small Idefics3 that writes boxes on the synthetic scenes (tools/models/train_grounding.py
+trained it; its README says how and what it reached).
+
+Usage: python tools/models/build_grounding.py OUT_DIR   (serve.sh: ~/.cache/onepass/models/
+idefics3-grounding). Prints OUT_DIR when it is ready; a finished build is checked by its
+manifest, never rebuilt.
+
+Why the repo ships a delta, not a checkpoint: the tied embedding (SmolLM2's 49k tokens) is
+most of the model, and training touches only the rows of tokens its prompts use. So the repo
+holds every other tensor and those rows (models/idefics3-grounding/weights.safetensors, bf16);
+the rest of the embedding is the seeded initialisation, which torch draws the same way on any
+CPU. The build is that initialisation with the shipped tensors written over it, checked
+against the recorded digest.
+"""
+import json
+import sys
+from pathlib import Path
+
+from model_manifest import fresh_partial, main, publish, sibling_tokenizer
+
+import build_vlm
+
+ROOT = Path(__file__).resolve().parents[2]
+SHIPPED = ROOT / "models" / "idefics3-grounding"
+SEED = 0
+# One view of the whole image, never split into tiles: 128 px on its longest edge (padded to a
+# square), 16 px patches, so the pixel shuffle leaves a 4x4 grid of 16 image tokens in reading
+# order. A first run with build_vlm.py's geometry (32 px tiles of a 128 px image: 52-68 image
+# tokens, the tile's place only in marker tokens) never began to use the image in 1,150 steps
+# (models/idefics3-grounding/README.md).
+SIDE, PATCH = 128, 16
+IMAGE_SEQ_LEN = (SIDE // PATCH) ** 2 // build_vlm.SCALE ** 2  # 16
+# Sized for training on 2 CPU cores in under an hour.
+VISION = dict(hidden_size=96, intermediate_size=192, num_hidden_layers=3, num_attention_heads=3,
+              image_size=SIDE, patch_size=PATCH)
+TEXT = dict(build_vlm.TEXT, hidden_size=192, intermediate_size=384, num_hidden_layers=3,
+            num_attention_heads=3, num_key_value_heads=1, head_dim=64)
+EMBED = "model.text_model.embed_tokens.weight"
+# Besides the profile's own convention (asked on every training scene), some scenes also
+# ask for the box in one of these, so the model writes the convention its prompt names
+# (bench/measure/box_conventions.py serves it through each).
+OTHER_CONVENTIONS = (
+    {"units": "grid", "order": "yxyx", "scale": 1000},
+    {"units": "grid", "order": "xyxy", "scale": 1024},
+    {"units": "original_pixels", "order": "xyxy"},
+    {"units": "resized_pixels", "order": "xyxy",
+     "resize": {"factor": 8, "min_pixels": 1024, "max_pixels": 12288}},
+)
+EXPECTED = json.loads((SHIPPED / "digests.json").read_text()) if (
+    SHIPPED / "digests.json").exists() else {}
+
+
+def prepare(tmp: Path, tokenizer_dir: Path):
+    """Tokenizer, chat template and processor (one SIDE-px view, no splitting) into TMP; the
+    tokenizer."""
+    tok = build_vlm.save_tokenizer(tmp, tokenizer_dir)
+    image_processor = {
+        "image_processor_type": "Idefics3ImageProcessor", "processor_class": "Idefics3Processor",
+        "do_convert_rgb": True, "do_resize": True, "size": {"longest_edge": SIDE},
+        "resample": 1, "do_rescale": True, "rescale_factor": 1 / 255, "do_normalize": True,
+        "image_mean": [0.5, 0.5, 0.5], "image_std": [0.5, 0.5, 0.5], "do_pad": True,
+        "do_image_splitting": False, "max_image_size": {"longest_edge": SIDE}}
+    (tmp / "preprocessor_config.json").write_text(json.dumps(image_processor, indent=2) + "\n")
+    processor = {"processor_class": "Idefics3Processor", "image_seq_len": IMAGE_SEQ_LEN}
+    (tmp / "processor_config.json").write_text(json.dumps(processor, indent=2) + "\n")
+    return tok
+
+
+def new_model(tok):
+    """The seeded initialisation, in fp32."""
+    import torch
+    from transformers import Idefics3Config, Idefics3ForConditionalGeneration
+    config = Idefics3Config(
+        vision_config=VISION, text_config=dict(TEXT, vocab_size=len(tok)),
+        scale_factor=build_vlm.SCALE, image_token_id=tok.convert_tokens_to_ids("<image>"),
+        tie_word_embeddings=True, pad_token_id=build_vlm.EOS_ID)
+    config.architectures = ["Idefics3ForConditionalGeneration"]
+    torch.manual_seed(SEED)
+    model = Idefics3ForConditionalGeneration(config).to(torch.float32)
+    model.config.dtype = torch.float32
+    return model
+
+
+def delta(model, used_ids) -> dict:
+    """What the repo ships: every tensor but the embedding, and the embedding's used rows."""
+    import torch
+    state = {k: v.detach().to(torch.bfloat16).contiguous()
+             for k, v in model.state_dict().items() if k != EMBED and k != "lm_head.weight"}
+    ids = torch.tensor(sorted(used_ids), dtype=torch.long)
+    state["embed_ids"] = ids
+    state["embed_rows"] = model.state_dict()[EMBED][ids].detach().to(torch.bfloat16).contiguous()
+    return state
+
+
+def apply(model, state: dict) -> None:
+    """The shipped tensors written over the initialisation."""
+    import torch
+    own = model.state_dict()
+    with torch.no_grad():
+        for k, v in state.items():
+            if k not in ("embed_ids", "embed_rows"):
+                own[k].copy_(v.to(torch.float32))
+        own[EMBED][state["embed_ids"]] = state["embed_rows"].to(torch.float32)
+
+
+def save(model, tmp: Path) -> None:
+    from transformers import GenerationConfig
+    model.save_pretrained(tmp)
+    GenerationConfig(bos_token_id=build_vlm.BOS_ID, eos_token_id=build_vlm.EOS_ID,
+                     pad_token_id=build_vlm.EOS_ID).save_pretrained(tmp)
+
+
+def build(out: Path) -> None:
+    from safetensors.torch import load_file
+    tokenizer_dir = sibling_tokenizer(out, build_vlm.TOKENIZER_NAME, build_vlm.TOKENIZER_FILES,
+                                      "build_grounding")
+    tmp = fresh_partial(out)
+    model = new_model(prepare(tmp, tokenizer_dir))
+    apply(model, load_file(SHIPPED / "weights.safetensors"))
+    save(model, tmp)
+    publish(tmp, out, EXPECTED, "build_grounding", "the shipped weights or the pinned "
+            "torch/transformers changed")
+
+
+if __name__ == "__main__":
+    main(build, EXPECTED, "build_grounding")

@@ -1,0 +1,133 @@
+"""The box prompts onepass sends to vLLM, recorded from onepass itself, with their right answers:
+the training examples of the grounding model (tools/models/train_grounding.py).
+
+Why recorded, not rewritten: the model must learn the exact turns it will be served (system
+prompt, state layout, image slot, the present, edge and generation questions, the convention's
+words). A real onepass Service lays out a hybrid box request for a scene (bench/data/
+box_scenes.py); its engine's HTTP call is swapped for a recorder that keeps each request body as
+vLLM would receive it and answers with nothing useful. Nothing here is served or tested: the
+recorder stands in for vLLM only to capture prompts.
+
+Each scene gives up to six examples, (messages, image, target text, kind):
+  present  the present read's chat, target the noul label ("Yes" or "No");
+  edge     one per edge (present scenes only), target the score label of the band that holds
+           the edge (the same bands onepass reads: kinds/box.py edge_questions);
+  box      the generation's chat, target the JSON the schema allows, in the profile's convention
+           (`{"box":null}` when the target is absent), then the end of turn.
+"""
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench" / "data"))
+
+from onepass import config  # noqa: E402
+from onepass.backend import probes, wire  # noqa: E402
+from onepass.kinds import box_geometry  # noqa: E402
+from onepass.kinds.base import MAX_LEVELS  # noqa: E402
+from onepass.server import ADAPTERS, Service  # noqa: E402
+
+EDGE_FIELDS = ("left", "top", "right", "bottom")
+
+
+class Recorder:
+    """onepass's engine calls, answered by a local tokenizer (/tokenize) or recorded (reads and
+    generations, which get a placeholder answer)."""
+
+    def __init__(self, tokenizer):
+        self.tok, self.bodies = tokenizer, []
+
+    def call(self, method, path, body=None):
+        doc = json.loads(b"".join(wire.pieces(body))) if body is not None else None
+        if path.endswith("/tokenize"):
+            if "messages" in doc:
+                ids = self.tok.apply_chat_template(doc["messages"], tokenize=True,
+                                                   add_generation_prompt=True)
+                ids = ids["input_ids"] if isinstance(ids, dict) else ids
+            else:
+                ids = self.tok.encode(doc["prompt"], add_special_tokens=False)
+            return 200, {"tokens": list(ids)}
+        self.bodies.append(doc)
+        usage = {"prompt_tokens": 64, "prompt_tokens_details": {"cached_tokens": 0}}
+        if "logprob_token_ids" in doc:
+            top = [{"token": f"token_id:{t}", "logprob": -1.0} for t in doc["logprob_token_ids"]]
+            return 200, {"choices": [{"logprobs": {"content": [{"top_logprobs": top}]}}],
+                         "usage": usage}
+        return 200, {"choices": [{"message": {"content": '{"box":null}'}, "finish_reason": "stop",
+                                  "logprobs": {"content": []}}], "usage": usage}
+
+
+def service(profile: str, tokenizer, convention: dict | None = None) -> tuple[Service, Recorder]:
+    """A onepass Service for `profile` (its box convention replaced by `convention`, when
+    given) whose engine calls go to a Recorder (labels checked through the tokenizer, as the
+    start-up guard would)."""
+    settings = config.load(["--profile", profile, "--vllm", "http://127.0.0.1:9"], environ={})
+    if convention is not None:
+        box_geometry.convention(convention)  # checked as a profile's would be
+        model = settings.model
+        vision = replace(model.vision, box={**model.vision.box, "convention": convention})
+        settings = replace(settings, model=replace(model, vision=vision))
+    svc, rec = Service(settings, ROOT), Recorder(tokenizer)
+    svc.engine.call = rec.call
+    labels = probes.verified_labels(svc.engine, svc.profile)
+    svc.start(probes.Facts(labels, svc.profile.max_model_len, False, ""))
+    return svc, rec
+
+
+def band(fraction: float, levels: int) -> int:
+    """The band (0..levels-1) of `levels` equal bands across the image that holds `fraction`."""
+    return min(levels - 1, max(0, int(fraction * levels)))
+
+
+def box_text(item: dict, conv, resized_size) -> str:
+    """The generation's right answer in the convention: integers, no spaces (the engine runs
+    with disable_any_whitespace), null when the target is absent."""
+    if item["box"] is None:
+        return '{"box":null}'
+    size = (item["width"], item["height"])
+    frac = [item["box"][k] for k in EDGE_FIELDS]
+    if conv.units == "grid":
+        scale_x = scale_y = conv.scale
+    elif conv.units == "resized_pixels":
+        scale_x, scale_y = resized_size
+    else:
+        scale_x, scale_y = size
+    xyxy = [round(frac[0] * scale_x), round(frac[1] * scale_y), round(frac[2] * scale_x),
+            round(frac[3] * scale_y)]
+    most = conv.most(size)
+    xyxy = [min(most, max(0, v)) for v in xyxy]
+    vals = xyxy if conv.order == "xyxy" else [xyxy[1], xyxy[0], xyxy[3], xyxy[2]]
+    return '{"box":[' + ",".join(str(v) for v in vals) + "]}"
+
+
+def examples(svc: Service, rec: Recorder, item: dict, image_url: str,
+             box_only: bool = False) -> list[tuple]:
+    """The scene's examples: (messages, target text, kind), as onepass asks them (`box_only`:
+    the generation's alone)."""
+    body = {"model": "jev-latest", "state": {"photo": image_url},
+            "questions": {"q": {"type": "box", "instructions": item["instructions"],
+                                "box": {"mode": "hybrid"}}}}
+    rec.bodies.clear()
+    svc.handle(ADAPTERS["/v1/systemone"], json.dumps(body).encode(),
+               {"Content-Type": "application/json"})
+    reads = [b for b in rec.bodies if "logprob_token_ids" in b]
+    gens = [b for b in rec.bodies if "logprob_token_ids" not in b]
+    profile = svc.pipeline.settings.model
+    labels = svc.pipeline.facts.labels
+    levels = min(MAX_LEVELS, len(labels.score))
+    yes, no = (label for label, _ in labels.noul)
+    out = [] if box_only else [(reads[0]["messages"], yes if item["present"] else no, "present")]
+    if item["present"] and not box_only:
+        for read, edge in zip(reads[1:5], EDGE_FIELDS):
+            out.append((read["messages"], labels.score[band(item["box"][edge], levels)][0],
+                        "edge"))
+    conv = box_geometry.convention(profile.vision.box["convention"])
+    size = (item["width"], item["height"])
+    resized = box_geometry.resized(conv, size)
+    out.append((gens[0]["messages"], box_text(item, conv, resized), "box"))
+    return out
