@@ -6,7 +6,9 @@
 (() => {
   const $ = (id) => document.getElementById(id);
   const PLACEHOLDER = "<image>";  // the asset's name; the image is read even where unnamed
-  const RAW = {temperature: {noul: 1, choice: 1, score: 1}, label_prior: {}};
+  // the raw read: the profile's calibration off (no temperature, prior, floor or re-read)
+  const RAW = {temperature: {noul: 1, choice: 1, score: 1}, noul_floor: 0, reread_below: 0,
+               label_prior: {}};
   let info = null, image = null, example = "text", counter = 0;
 
   function el(tag, attrs, ...children) {  // text goes in as text, never as markup

@@ -69,7 +69,7 @@ class TestFiles(Shims):
     def test_the_files_fetch_nothing_from_outside_and_have_no_inline_code(self):
         page = (tryit.HERE / "page.html").read_text()
         self.assertEqual(re.findall(r'(?:src|href)="([^"]+)"', page),
-                         ["/try/style.css", "/try/app.js", "/openapi.json", "/health"])
+                         ["data:,", "/try/style.css", "/try/app.js", "/openapi.json", "/health"])
         self.assertEqual(re.findall(r"<script[^>]*>([^<]+)</script>", page), [])  # no inline
         self.assertNotRegex(page, r"<style|\sstyle=|\son[a-z]+=")
         for name in ("page.html", "app.js", "style.css"):
