@@ -8,12 +8,11 @@ ONEPASS_TRY_SCREENSHOT=PATH saves the answered README example there (docs/img/tr
 made so); every run saves its screenshots in the test's tmp_path.
 """
 import json
-import os
 import signal
 
 import pytest
 
-from tests.support.browser import Watched, chromium
+from tests.support.browser import Watched, chromium, screenshot
 from tests.support.json_http import request
 from tests.support.live_stack import free_port, start_shim, wait_health
 from tests.support.live_bodies import UNTEMPERED
@@ -98,9 +97,7 @@ def test_readme_example_bars_are_the_api_answer(stack, watched, tmp_path):
     assert page.locator(".answer[data-qid=team] .summary").text_content() == (
         f"choice {api['answers']['team']['choice']} · confidence "
         f"{api['answers']['team']['confidence']:.3f}")
-    page.screenshot(path=str(tmp_path / "try-page.png"), full_page=True)
-    if os.environ.get("ONEPASS_TRY_SCREENSHOT"):
-        page.screenshot(path=os.environ["ONEPASS_TRY_SCREENSHOT"], full_page=True)
+    screenshot(page, tmp_path / "try-page.png", "ONEPASS_TRY_SCREENSHOT")
     assert watched.problems == []  # no CSP violation, no script error, nothing failed to load
 
 
@@ -235,5 +232,5 @@ def test_vision_page_sends_the_image_and_draws_the_box(vision_stack, watched, tm
         assert at == pytest.approx([b["left"], b["top"], b["right"], b["bottom"]], abs=0.01)
     if isinstance(box.get("confidence"), float):
         assert f"confidence {box['confidence']:.3f}" in summary
-    page.screenshot(path=str(tmp_path / "try-page-vision.png"), full_page=True)
+    screenshot(page, tmp_path / "try-page-vision.png")
     assert watched.problems == []

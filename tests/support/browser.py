@@ -1,5 +1,6 @@
 """Headless Chromium for the live suite: Debian's chromium package (test.sh installs it) driven
 by playwright, which is told to use that binary and so downloads no browser of its own."""
+import os
 import shutil
 from contextlib import contextmanager
 from pathlib import Path
@@ -39,3 +40,11 @@ class Watched:
 
     def close(self):
         self.context.close()
+
+
+def screenshot(page, path, docs_env: str = "") -> None:
+    """The whole page saved at `path`, and also where the environment variable `docs_env` says
+    (ONEPASS_TRY_SCREENSHOT=docs/img/try-page.png makes the README's picture)."""
+    page.screenshot(path=str(path), full_page=True)
+    if docs_env and os.environ.get(docs_env):
+        page.screenshot(path=os.environ[docs_env], full_page=True)
