@@ -302,6 +302,7 @@
     if (a.type === "number") parts.push(`number ${a.number} (written "${a.text}")`);
     if (a.type === "box") {
       parts.push(a.box ? `box left ${a.box.left.toFixed(3)} top ${a.box.top.toFixed(3)} right ${a.box.right.toFixed(3)} bottom ${a.box.bottom.toFixed(3)}` : "no box");
+      if (a.found === false) parts.push("not found (the box is the whole image)");
       if (typeof a.present === "number") parts.push(`present ${a.present.toFixed(3)}`);
     }
     if (typeof a.confidence === "number") parts.push(`confidence ${a.confidence.toFixed(3)}`);

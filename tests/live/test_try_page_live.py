@@ -4,8 +4,9 @@ sends it, and the bars it draws carry the numbers the API gives for the same bod
 error is shown at the field it names; with a key set, the key is sent only as the header and
 kept nowhere. On the vision profile the image example is sent and its box drawn.
 
-ONEPASS_TRY_SCREENSHOT=PATH saves the answered README example there (docs/img/try-page.png is
-made so); every run saves its screenshots in the test's tmp_path.
+Every run saves its screenshots (the answered README example, the answered image example) in
+the test's tmp_path; ONEPASS_TRY_SCREENSHOTS=docs/img saves them there too (the docs' pictures
+docs/img/try-page.png and try-page-vision.png are made so).
 """
 import json
 import signal
@@ -97,7 +98,7 @@ def test_readme_example_bars_are_the_api_answer(stack, watched, tmp_path):
     assert page.locator(".answer[data-qid=team] .summary").text_content() == (
         f"choice {api['answers']['team']['choice']} · confidence "
         f"{api['answers']['team']['confidence']:.3f}")
-    screenshot(page, tmp_path / "try-page.png", "ONEPASS_TRY_SCREENSHOT")
+    screenshot(page, tmp_path, "try-page.png")
     assert watched.problems == []  # no CSP violation, no script error, nothing failed to load
 
 
@@ -232,5 +233,5 @@ def test_vision_page_sends_the_image_and_draws_the_box(vision_stack, watched, tm
         assert at == pytest.approx([b["left"], b["top"], b["right"], b["bottom"]], abs=0.01)
     if isinstance(box.get("confidence"), float):
         assert f"confidence {box['confidence']:.3f}" in summary
-    screenshot(page, tmp_path / "try-page-vision.png")
+    screenshot(page, tmp_path, "try-page-vision.png")
     assert watched.problems == []

@@ -42,9 +42,10 @@ class Watched:
         self.context.close()
 
 
-def screenshot(page, path, docs_env: str = "") -> None:
-    """The whole page saved at `path`, and also where the environment variable `docs_env` says
-    (ONEPASS_TRY_SCREENSHOT=docs/img/try-page.png makes the README's picture)."""
-    page.screenshot(path=str(path), full_page=True)
-    if docs_env and os.environ.get(docs_env):
-        page.screenshot(path=os.environ[docs_env], full_page=True)
+def screenshot(page, tmp_path, name: str) -> None:
+    """The whole page saved as tmp_path/name, and also in the folder ONEPASS_TRY_SCREENSHOTS
+    names (ONEPASS_TRY_SCREENSHOTS=docs/img makes the docs' pictures of the try-it page)."""
+    page.screenshot(path=str(tmp_path / name), full_page=True)
+    if os.environ.get("ONEPASS_TRY_SCREENSHOTS"):
+        page.screenshot(path=os.path.join(os.environ["ONEPASS_TRY_SCREENSHOTS"], name),
+                        full_page=True)
