@@ -39,6 +39,11 @@ echo "test.sh: $(PATH=$PATH:/usr/sbin haproxy -v | head -n 1)"
 # (bookworm); under CI=true that test fails without it.
 need promtool prometheus "the alert rules' test"
 echo "test.sh: $(promtool --version 2>&1 | head -n 1)"
+# Chromium for tests/live/test_try_page_live.py (the try-it page in a real browser, driven by
+# playwright with this system browser: playwright downloads nothing), run here as
+# 150.0.7871.100-1~deb12u1 (bookworm).
+need chromium chromium "the try-it page's browser test"
+echo "test.sh: $(chromium --version 2>/dev/null | head -n 1)"
 echo "test.sh: stdlib tests with the machine's python3 (no site-packages), and under coverage"
 # The two runs of the stdlib tests share nothing, so they run side by side (one core each).
 # The -S run's summary when it passes; every failure's traceback when it does not.

@@ -73,12 +73,16 @@ SETTINGS = {
                          "true: image links may use plain http (default: https only)"),
     "image_fetch_timeout_s": (float, 5.0, "ONEPASS_IMAGE_FETCH_TIMEOUT_S",
                               "longest wait for each connect and read of an image link"),
+    "try_page": (str, "on", "ONEPASS_TRY_PAGE",
+                 "on: GET / and /try serve the try-it page (docs/try-page.md); off (or 0): "
+                 "those routes are 404"),
 }
 # each question kind's own settings (kinds/: its caps and token budgets), after the table's
 KIND_SETTINGS = {name: row for kind in kinds.KINDS.values() for name, row in kind.settings.items()}
 SETTINGS.update(KIND_SETTINGS)
 IMAGE_LINKS = ("public", "off", "all")
 DRAIN_REFUSALS = ("503", "close")
+TRY_PAGE = {"on": "on", "1": "on", "true": "on", "off": "off", "0": "off", "false": "off"}
 SECRET_ENV = "ONEPASS_API_KEY"  # read from the environment only, never from argv or the file
 
 
@@ -120,6 +124,9 @@ def load(argv: list[str] | None = None, environ: dict | None = None) -> Settings
         raise ConfigError(f"image_links must be one of {', '.join(IMAGE_LINKS)}")
     if values["drain_refusal"] not in DRAIN_REFUSALS:
         raise ConfigError(f"drain_refusal must be one of {', '.join(DRAIN_REFUSALS)}")
+    values["try_page"] = TRY_PAGE.get(values["try_page"].lower(), values["try_page"])
+    if values["try_page"] not in ("on", "off"):
+        raise ConfigError("try_page must be on or off (1 or 0)")
     if values["image_links_http"] not in ("true", "false"):
         raise ConfigError("image_links_http must be true or false")
     if not 0 < values["image_fetch_timeout_s"] <= 60:

@@ -17,7 +17,7 @@ import math
 import time
 from pathlib import Path
 
-from . import body, metrics, openapi, telemetry
+from . import body, kinds, metrics, openapi, telemetry, tryit
 from .api import decisions, models, systemone
 from .backend import probes
 from .backend.engine import Engine
@@ -37,7 +37,8 @@ WARMING, READY, FAILED = "warming", "ready", "failed"
 # (the connection loop leaves it out).
 ROUTES = {"/health": ("GET", "HEAD"), "/v1/models": ("GET", "HEAD"), "/v1/systemone": ("POST",),
           "/systemone": ("POST",), "/v1/decisions": ("POST",), "/decisions": ("POST",),
-          "/metrics": ("GET", "HEAD"), "/openapi.json": ("GET", "HEAD")}
+          "/metrics": ("GET", "HEAD"), "/openapi.json": ("GET", "HEAD"),
+          **dict.fromkeys(tryit.PATHS, ("GET", "HEAD"))}
 # The two APIs, each an api.Adapter; everything between parse and render is the pipeline's.
 ADAPTERS = {"/v1/systemone": systemone, "/systemone": systemone,
             "/v1/decisions": decisions, "/decisions": decisions}
@@ -134,6 +135,27 @@ class Service:
         doc = {"status": self.phase, "warming": self.phase == WARMING, "draining": False}
         return 503, {**doc, "reason": self.reason} if authorized else doc
 
+    def try_page(self, path: str, authorized: bool) -> tuple[int, Raw]:
+        """The try-it page's files, or /try/info: what the page's form offers on this server."""
+        if self.settings.try_page == "off":
+            raise NotFound(f"no route {path} (the try-it page is off on this server)")
+        if path != tryit.INFO:
+            content_type, data = tryit.asset(path)
+            return 200, Raw(data, content_type, tuple(tryit.HEADERS.items()))
+        phase, pipe, served = ("draining" if self.slots.closed else self.phase), self.pipeline, None
+        if phase == READY:  # each /v1/systemone type: None when served, else why it is refused
+            served = {kinds.KINDS[name].systemone: limit.refusal
+                      for name, limit in pipe.limits.kinds.items() if kinds.KINDS[name].systemone}
+        doc = tryit.info(phase, bool(self.settings.api_key), authorized, served,
+                         self.profile.vision is not None,
+                         [CAUSAL, TWO_WAY] if pipe and pipe.facts.two_way else [CAUSAL],
+                         {"max_questions": self.settings.max_questions,
+                          "max_body_bytes": self.settings.max_body_bytes,
+                          "max_images": self.profile.vision.max_images if self.profile.vision
+                          else 0})
+        return 200, Raw(json.dumps(doc).encode(), "application/json",
+                        tuple(tryit.HEADERS.items()))
+
     def models(self) -> dict:
         return models.document(self.profile)  # System One's and OpenAI's shapes at once
 
@@ -150,6 +172,8 @@ class Service:
         key, authorization = self.settings.api_key, headers.get("Authorization")
         if path == "/health":
             return self.health(query, admission.authorized(key, authorization))
+        if path in tryit.PATHS:  # public (no data in it), answered while warming and draining
+            return self.try_page(path, admission.authorized(key, authorization))
         if path in ("/metrics", "/openapi.json"):  # the key as everywhere; answered while
             admission.check_auth(key, authorization)  # warming and draining too
             if path == "/openapi.json":

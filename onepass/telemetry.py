@@ -20,9 +20,11 @@ from . import __version__, errors, procstats
 from .metrics import FREE, OTHER, Registry
 
 REGISTRY = Registry()
-# server.ROUTES, spelled out here (server imports this module); a unit test keeps them equal
+# server.ROUTES, spelled out here (server imports this module); a unit test keeps them equal.
+# The try-it page's routes (tryit.PATHS) share one label, /try: one feature, few series.
 ROUTES = ("/v1/systemone", "/systemone", "/v1/decisions", "/decisions", "/v1/models", "/health",
-          "/metrics", "/openapi.json")
+          "/metrics", "/openapi.json", "/try")
+PAGE_PATHS = ("/", "/try/app.js", "/try/style.css", "/try/info")
 STATUSES = tuple(s.value for s in http.HTTPStatus) + (529,)
 STATUS_CLASSES = ("2xx", "4xx", "5xx")
 # answer types as the adapters render them, on either API
@@ -109,7 +111,7 @@ def _service_read(what: str) -> dict:
 
 
 def route_of(path: str) -> str:
-    return path if path in ROUTES else OTHER
+    return "/try" if path in PAGE_PATHS else path if path in ROUTES else OTHER
 
 
 def status_class(status: int) -> str:

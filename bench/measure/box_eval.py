@@ -3,7 +3,7 @@
 Usage: .venv/bin/python bench/measure/box_eval.py --url http://127.0.0.1:8741
        [--data /tmp/onepass_box_scenes] [--split eval|fit|all] [--mode generate|edges|hybrid]
        [--limit N] [--concurrency 2] [--model jev-latest]
-       [--extra '{"kwargs": {"box": {"mode": "edges"}}}'] [--json OUT.json]
+       [--extra '{"kwargs": {"box": {"mode": "edges"}}}'] [--json OUT.json] [--png iou.png]
 Owns: one /v1/systemone request per item (the image as state `photo`, one box question `q`), a
 per-item record {id, split, present_true, status, found, box, iou, hit, confidence, present,
 x_box_logprob, latency_ms}, and the summary: mean IoU and Acc@0.5 and confidence ECE (event
@@ -152,6 +152,7 @@ def main(argv=None) -> int:
     add_common_args(parser)
     parser.add_argument("--split", choices=("fit", "eval", "all"), default="eval")
     parser.add_argument("--json", help="write the summary and every record here")
+    parser.add_argument("--png", help="draw the IoU histogram here (matplotlib)")
     args = parser.parse_args(argv)
     items = box_scenes.select(box_scenes.load(args.data), args.split, args.limit)
     result = run(args.url, items, args.mode, args.concurrency, args.model, args.extra, args.split)
@@ -162,6 +163,11 @@ def main(argv=None) -> int:
     for what, count in result["errors"].items():
         print(f"{what}: {count}")
     print(f"command: {command}")
+    if args.png:
+        import plots
+        plots.iou_histogram(args.png, result["records"], plots.label(plots.served_model(args.url)),
+                            f"Box IoU ({args.split} split, {len(items)} scenes, mode "
+                            f"{args.mode or 'the profile'})")
     if args.json:
         first = items[0] if items else {}
         doc = {"command": command, "url": args.url, "data": args.data, "split": args.split,

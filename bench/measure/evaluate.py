@@ -3,6 +3,7 @@
 Usage: .venv/bin/python bench/measure/evaluate.py --url http://127.0.0.1:8741 [--data PATH ...]
        [--split eval|fit|all] [--limit N] [--concurrency 4] [--order-check]
        [--extra '{"attention_mode": "causal"}'] [--json OUT.json] [--bootstrap N]
+       [--png reliability.png]
 Owns: sending bench/data/devdata.py's items to `<url>/v1/systemone` (standard-library HTTP, the key
 from ONEPASS_API_KEY), turning answers into bench/lib/decision_metrics.py records, and the per-task
 table / JSON.
@@ -209,6 +210,7 @@ def main(argv=None) -> int:
     parser.add_argument("--json", help="write the results (and every record) here")
     parser.add_argument("--bootstrap", type=int, default=0, metavar="N",
                         help="also print overall 95%% intervals from N resamples of decisions")
+    parser.add_argument("--png", help="draw a reliability diagram per kind here (matplotlib)")
     args = parser.parse_args(argv)
     skipped = Counter()
     items = devdata.split(devdata.load(args.data, skipped), args.split, args.limit)
@@ -222,6 +224,12 @@ def main(argv=None) -> int:
             f"{m} [{cell(lo)}, {cell(hi)}]" for m, (lo, hi) in bands.items()))
     for what, count in {**rep["errors"], **{f"skipped {k}": v for k, v in skipped.items()}}.items():
         print(f"{what}: {count}")
+    if args.png:
+        import plots
+        plots.reliability_per_kind(args.png, result["records"],
+                                   plots.label(plots.served_model(args.url)),
+                                   f"Reliability per kind ({args.split} split, "
+                                   f"{len(result['records'])} questions)")
     if args.json:
         doc = {"url": args.url, "data": args.data, "split": args.split, "limit": args.limit,
                "order_check": args.order_check, "extra": args.extra, "skipped": dict(skipped),

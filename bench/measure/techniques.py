@@ -1,7 +1,7 @@
 """Each prompt technique on and off, measured on the dev data's held-back half, one server.
 
 Usage: .venv/bin/python bench/measure/techniques.py --url http://127.0.0.1:8741 [--limit 12]
-       [--json OUT] [--only ROW ...]
+       [--json OUT] [--only ROW ...] [--png order.png]
 Every configuration is a request-level `kwargs.layout` with untempered `kwargs.calibration` (so
 one running server serves them all); one more row sends neither: the embedded profile as it
 stands. Each reads the eval split of the data (devdata.split, `--limit` items per task), with every
@@ -9,7 +9,8 @@ choice also read with its options reversed (order sensitivity). The last rows fi
 temperature per question type on the fit split of a layout (fit_calibration.fit_exponent) and
 apply it to that layout's eval-split answers. Prints one table: accuracy, ECE (top
 option, 10 bins), Brier, order sensitivity (choice questions), input tokens and latency per
-decision (mean, at --concurrency requests at once).
+decision (mean, at --concurrency requests at once). --png draws each row's order sensitivity
+(bench/lib/plots.py).
 """
 import argparse
 import json
@@ -46,6 +47,7 @@ CONFIGS = {
 }
 CALIBRATED = ("plain (one read)", "question first + orders 2 as two reads + shrink 1",
               "orders 2 as two reads + shrink 1", "every cyclic order as a read + shrink 1")
+FITTED = " + temperatures fitted on the fit half"  # its order sensitivity is its layout's row's
 PROFILE_ROW = "the embedded profile (its layout and fitted calibration, no override)"
 COLUMNS = ("accuracy", "ece", "brier", "order_sensitivity", "input_tokens_per_decision",
            "latency_ms_per_decision")
@@ -84,6 +86,7 @@ def main(argv=None) -> int:
     parser.add_argument("--json", help="write every row here")
     parser.add_argument("--only", nargs="+", metavar="ROW", default=None,
                         help="measure only these rows of CONFIGS (and their fitted rows)")
+    parser.add_argument("--png", help="draw order sensitivity per layout here (matplotlib)")
     args = parser.parse_args(argv)
     items = devdata.split(devdata.load(args.data), "eval", args.limit)
     rows, kept = {}, {}
@@ -93,13 +96,19 @@ def main(argv=None) -> int:
         kept[name] = measured
         rows[name] = measured["report"]["overall"]
     for name in (n for n in CALIBRATED if n in chosen):
-        rows[name + " + temperatures fitted on the fit half"] = calibrated_row(
+        rows[name + FITTED] = calibrated_row(
             args.url, args.data, args.limit, args.concurrency, CONFIGS[name], kept[name])
     print("| technique | accuracy | ECE | Brier | order sensitivity | input tokens | ms/decision |")
     print("|---|---|---|---|---|---|---|")
     for name, m in rows.items():
         print(f"| {name} | " + " | ".join(evaluate.cell(m.get(c), 0 if c.endswith("decision")
                                                          else 3) for c in COLUMNS) + " |")
+    if args.png:
+        import plots
+        plots.order_sensitivity(args.png, {n: r for n, r in rows.items() if FITTED not in n},
+                                plots.label(plots.served_model(args.url)),
+                                f"Order sensitivity per layout ({len(items)} eval decisions"
+                                f"{f', {args.limit} per task' if args.limit else ''})")
     if args.json:
         Path(args.json).write_text(json.dumps({"limit": args.limit, "data": args.data,
                                                "rows": rows}, indent=2) + "\n")

@@ -2,7 +2,7 @@
 
 Usage: .venv/bin/python bench/measure/throughput.py --shim http://127.0.0.1:8741
        --vllm http://127.0.0.1:8742 [--clients 1,4,16] [--requests 32] [--case b]
-       [--dtype bfloat16] [--json OUT]
+       [--dtype bfloat16] [--json OUT] [--png latency_clients.png]
 Each of C clients sends requests back to back until --requests decisions are done (each a new
 state, so no earlier request is replayed from the prefix cache); warm-up requests are not timed.
 - onepass: one POST /v1/systemone per decision, the profile's own layout (or --layout).
@@ -14,6 +14,7 @@ Prints, per row: decisions/s, questions/s, p50/p99 latency per decision, vLLM en
 decision, prompt tokens computed per second (vLLM's prompt tokens minus its prefix-cache hits,
 from its /metrics), and those tokens' FLOP rate against the CPU's measured matmul rate in the
 served dtype (torch, all cores), so the distance to the floor is visible.
+--png draws p50/p99 latency per decision against clients, a line per path (bench/lib/plots.py).
 """
 import urllib.request
 import argparse
@@ -29,7 +30,8 @@ from dataclasses import asdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(ROOT / "bench" / "measure"), str(ROOT), str(ROOT / "tools" / "serve")]
+sys.path[:0] = [str(ROOT / "bench" / "measure"), str(ROOT / "bench" / "lib"), str(ROOT),
+                str(ROOT / "tools" / "serve")]
 import cpu_dtype  # noqa: E402  (the matmul rate)
 import latency  # noqa: E402  (cases, states, post, percentiles)
 from onepass import config  # noqa: E402
@@ -145,6 +147,7 @@ def main() -> None:
     ap.add_argument("--model-dir", default=str(Path.home() / ".cache/onepass/models/"
                                                "smollm2-135m-instruct"))
     ap.add_argument("--json", help="write the rows here")
+    ap.add_argument("--png", help="draw latency against clients here (matplotlib)")
     args = ap.parse_args()
     _, profile = config.load_profile(args.config, args.profile)
     name, (sentences, questions, _) = list(latency.CASES.items())[CASES[args.case]]
@@ -181,6 +184,12 @@ def main() -> None:
                   f"({(row['prompt_tokens'] - row['cached_tokens']) / args.requests:.0f}) | "
                   f"{row['computed_tokens_per_s']:.0f} | {share} |", flush=True)
             rows.append(row)
+    if args.png:
+        import plots
+        served = profile.served_model_name + (f", {args.dtype}" if args.dtype else "")
+        plots.latency_vs_clients(args.png, rows, plots.label(served),
+                                 f"Latency per decision against clients (case {args.case}, "
+                                 f"{len(questions)} questions, {args.requests} decisions a point)")
     if args.json:
         Path(args.json).write_text(json.dumps({"peak_flops": peak, "flops_per_token": flops,
                                                "rows": rows}, indent=2) + "\n")

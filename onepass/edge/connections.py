@@ -39,16 +39,18 @@ QUIET_S, QUIET_WAIT_S = 0.3, 5.0  # at exit: a connection idle this long has no 
 
 @dataclass(frozen=True)
 class Raw:
-    """A response body that is not a JSON document (the metrics text)."""
+    """A response body sent as it is (the metrics text, the try-it page's files), with the
+    headers that belong to it (the page's Content-Security-Policy)."""
     body: bytes
     content_type: str
+    headers: tuple = ()  # (name, value) pairs
 
 
 def response(status: int, doc, request_id: str, extra: dict, close: bool,
              head_only: bool = False) -> bytes:
     """The response bytes: a document as JSON, or a Raw body (metrics) as it is."""
     if isinstance(doc, Raw):
-        payload, content_type = doc.body, doc.content_type
+        payload, content_type, extra = doc.body, doc.content_type, {**dict(doc.headers), **extra}
     else:
         payload = json.dumps(doc, ensure_ascii=False, allow_nan=False).encode("utf-8")
         content_type = "application/json"

@@ -91,6 +91,7 @@ def document(settings) -> dict:
             "summary": "this document", "operationId": "openapi",
             "responses": {"200": answer("the OpenAPI document", {"type": "object"}),
                           **auth_errors(s.DETAIL)}}},
+        **try_page(),
     }
     for item in get.values():  # HEAD wherever GET (RFC 9110): its status and headers, no body
         got = item["get"]
@@ -118,6 +119,25 @@ def document(settings) -> dict:
                   "/v1/decisions": decisions, "/decisions": alias(decisions, "decisions_alias"),
                   **get},
     }
+
+
+def try_page() -> dict:
+    """The try-it page's routes (docs/try-page.md): public, 404 when the page is off."""
+    off = {"404": answer("the try-it page is off on this server (--try-page off)", s.DETAIL)}
+    files = {"/": ("the try-it page", "try_root", "text/html"),
+             "/try": ("the try-it page", "try_page", "text/html"),
+             "/try/app.js": ("the try-it page's script", "try_script", "text/javascript"),
+             "/try/style.css": ("the try-it page's style sheet", "try_style", "text/css")}
+    routes = {path: {"get": {"summary": summary, "operationId": op, "security": [],
+                             "responses": {"200": answer(summary, {"type": "string"}, ctype),
+                                           **off}}}
+              for path, (summary, op, ctype) in files.items()}
+    routes["/try/info"] = {"get": {
+        "summary": "what the try-it page offers here: whether a key is needed; with the key (or "
+        "auth off) the served question types, vision, attention modes and limits",
+        "operationId": "try_info", "security": [{"bearer": []}, {}],
+        "responses": {"200": answer("the page's info", {"type": "object"}), **off}}}
+    return routes
 
 
 def alias(route: dict, operation_id: str) -> dict:

@@ -1,0 +1,58 @@
+"""The try-it page: GET / and /try (the page), /try/app.js, /try/style.css and /try/info (what
+this server serves, for the page's form), all from files shipped in this folder.
+
+Owns: the page's files and their headers (a strict Content-Security-Policy: no inline code, no
+request leaves this origin), and the info document the page builds its form from.
+Never: answers a decision (the page posts to /v1/systemone like any client), reads a key or
+keeps one (the page holds it in the tab's memory only), or fetches anything from outside.
+In: a path; for /try/info, what the service knows (phase, kinds, limits) and whether the caller
+had the key. Out: a (content type, bytes, headers) triple or the info document.
+"""
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+# path -> (file in this folder, content type); /try/info is built, not read
+FILES = {"/": ("page.html", "text/html; charset=utf-8"),
+         "/try": ("page.html", "text/html; charset=utf-8"),
+         "/try/app.js": ("app.js", "text/javascript; charset=utf-8"),
+         "/try/style.css": ("style.css", "text/css; charset=utf-8")}
+INFO = "/try/info"
+PATHS = (*FILES, INFO)
+# Nothing inline, nothing from another origin: the page's script and style are its own files,
+# its only calls go to this server, images it shows are the user's own (data: / blob: URLs).
+CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; "
+       "connect-src 'self'; form-action 'none'; frame-ancestors 'none'; base-uri 'none'")
+HEADERS = {"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff",
+           "X-Frame-Options": "DENY", "Referrer-Policy": "no-referrer",
+           "Cache-Control": "no-cache"}
+
+
+@lru_cache(maxsize=None)
+def _read(name: str) -> bytes:
+    return (HERE / name).read_bytes()
+
+
+def asset(path: str) -> tuple[str, bytes]:
+    """(content type, bytes) of one of the page's files."""
+    name, content_type = FILES[path]
+    return content_type, _read(name)
+
+
+def examples() -> dict:
+    """The bodies one click away: the README's example, and one with an image question for a
+    vision profile (its picture is drawn by the page)."""
+    return json.loads(_read("examples.json"))
+
+
+def info(phase: str, auth: bool, authorized: bool, served: dict | None, vision: bool,
+         attention_modes: list, limits: dict) -> dict:
+    """What the page builds its form from. The server's details (kinds, vision, modes, limits)
+    go only to a caller with the key, as /health's do; anyone learns whether a key is needed."""
+    doc = {"phase": phase, "auth": auth, "authorized": authorized, "examples": examples()}
+    if authorized:
+        doc.update(kinds=served, vision=vision, attention_modes=attention_modes, limits=limits)
+    return doc
