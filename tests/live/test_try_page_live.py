@@ -18,8 +18,9 @@ from tests.support.json_http import request
 from tests.support.live_stack import free_port, start_shim, wait_health
 from tests.support.live_bodies import UNTEMPERED
 
-EXAMPLE = json.loads((__import__("onepass.tryit", fromlist=["x"]).HERE / "examples.json")
-                     .read_text())
+from onepass import tryit
+
+EXAMPLE = json.loads((tryit.HERE / "examples.json").read_text())
 KEY = "pw-try-4f1c9e"
 
 
