@@ -1,6 +1,7 @@
-"""Build the trained grounding model (profile idefics3-grounding) from the weights shipped in the
-repo: a small Idefics3 that writes boxes on the synthetic scenes (tools/models/train_grounding.py
-trained it; its README says how and what it reached).
+"""Build the trained grounding model from the weights tools/models/train_grounding.py ships in
+models/idefics3-grounding/: a small Idefics3 meant to write boxes on the synthetic scenes. No
+run here has learnt to use the image yet, so no weights are shipped (docs/box.md, "A model that
+sees"); the build refuses without them.
 
 Usage: python tools/models/build_grounding.py OUT_DIR   (serve.sh: ~/.cache/onepass/models/
 idefics3-grounding). Prints OUT_DIR when it is ready; a finished build is checked by its
@@ -9,9 +10,9 @@ manifest, never rebuilt.
 Why the repo ships a delta, not a checkpoint: the tied embedding (SmolLM2's 49k tokens) is
 most of the model, and training touches only the rows of tokens its prompts use. So the repo
 holds every other tensor and those rows (models/idefics3-grounding/weights.safetensors, bf16);
-the rest of the embedding is the seeded initialisation, which torch draws the same way on any
-CPU. The build is that initialisation with the shipped tensors written over it, checked
-against the recorded digest.
+the rest of the embedding is the seeded initialisation (torch's seeded generator: a rebuild
+here reproduced the trained run's digest; not tried on another CPU). The build is that
+initialisation with the shipped tensors written over it, checked against the recorded digest.
 """
 import json
 import sys
@@ -28,7 +29,7 @@ SEED = 0
 # square), 16 px patches, so the pixel shuffle leaves a 4x4 grid of 16 image tokens in reading
 # order. A first run with build_vlm.py's geometry (32 px tiles of a 128 px image: 52-68 image
 # tokens, the tile's place only in marker tokens) never began to use the image in 1,150 steps
-# (models/idefics3-grounding/README.md).
+# (docs/box.md).
 SIDE, PATCH = 128, 16
 IMAGE_SEQ_LEN = (SIDE // PATCH) ** 2 // build_vlm.SCALE ** 2  # 16
 # Sized for training on 2 CPU cores in under an hour.
@@ -113,6 +114,9 @@ def save(model, tmp: Path) -> None:
 
 def build(out: Path) -> None:
     from safetensors.torch import load_file
+    if not (SHIPPED / "weights.safetensors").exists():
+        sys.exit(f"build_grounding: no trained weights in {SHIPPED}; tools/models/"
+                 "train_grounding.py writes them")
     tokenizer_dir = sibling_tokenizer(out, build_vlm.TOKENIZER_NAME, build_vlm.TOKENIZER_FILES,
                                       "build_grounding")
     tmp = fresh_partial(out)

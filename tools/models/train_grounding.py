@@ -3,7 +3,7 @@ the synthetic scenes (bench/data/box_scenes.py), so box questions can be measure
 that sees.
 
 Usage: .venv/bin/python tools/models/train_grounding.py [--steps 1500] [--batch 16]
-         [--profile idefics3-grounding] [--seed 0] [--scene-seed 1000] [--ship DIR]
+         [--profile idefics3-tiny] [--seed 0] [--scene-seed 1000] [--ship DIR]
 Writes DIR (default models/idefics3-grounding/): weights.safetensors (what build_grounding.py
 builds the model from), curve.tsv (the training curve) and digests.json (the built model's
 sha256, which the build then requires).
@@ -173,7 +173,8 @@ def main(argv=None) -> int:
     parser.add_argument("--threads", type=int, default=1, help="torch threads (1: the machine "
                         "is shared; 2 threads on 2 busy cores ran 4x slower here)")
     parser.add_argument("--lr", type=float, default=2e-3)
-    parser.add_argument("--profile", default="idefics3-grounding")
+    parser.add_argument("--profile", default="idefics3-tiny", help="the vision profile whose "
+                        "prompts are learnt (idefics3-tiny's layout, labels and convention)")
     parser.add_argument("--seed", type=int, default=0, help="the data stream's order")
     parser.add_argument("--scene-seed", type=int, default=1000)
     parser.add_argument("--log-every", type=int, default=50)
