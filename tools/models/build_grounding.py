@@ -28,7 +28,7 @@ SEED = 0
 # One view of the whole image, never split into tiles: 128 px on its longest edge (padded to a
 # square), 16 px patches, so the pixel shuffle leaves a 4x4 grid of 16 image tokens in reading
 # order. A first run with build_vlm.py's geometry (32 px tiles of a 128 px image: 52-68 image
-# tokens, the tile's place only in marker tokens) never began to use the image in 1,150 steps
+# tokens, the tile's place only in marker tokens) never began to use the image in 1,200 steps
 # (docs/box.md).
 SIDE, PATCH = 128, 16
 IMAGE_SEQ_LEN = (SIDE // PATCH) ** 2 // build_vlm.SCALE ** 2  # 16
