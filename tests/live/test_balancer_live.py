@@ -4,10 +4,9 @@ on the same two stacks (a module fixture; about 4-5 minutes on a 2-core machine)
 (1) nothing reaches a server before it is warm: the balancer answers its own 503 while both
     warm up, no client ever sees a shim's 529 "warming", and each shim's access log has no
     request before its "ready:" line;
-(2) a rolling restart (SIGTERM one serve.sh, start it again, wait until the balancer has it
-    back, then the other) under steady traffic loses no request and returns no 5xx, even with
-    the balancer's checks off for the second one while it drains and stops (every request
-    sent to it then is retried on the other);
+(2) a restart under steady traffic (SIGTERM one serve.sh, start it again, wait until the
+    balancer has it back) loses no request and returns no 5xx, even with the balancer's checks
+    off while it drains and stops (every request sent to it then is retried on the other);
 (3) vLLM SIGKILLed on one stack: the balancer has it out of rotation at its first failed
     check after the shim drains, and only requests sent before that may fail, each with a 503.
 The stacks are this file's own; the session's stack is not stopped (no `last` marker)."""
@@ -123,23 +122,21 @@ def test_nothing_reaches_a_warming_server(balanced):
 
 
 def test_rolling_restart_loses_nothing(balanced):
-    """The first stack rolled as production would (its check sees the drain); the second with
-    its checks switched off until it has stopped: the worst case, a balancer that has not
-    noticed, so requests reach the draining shim and then its closed port, and each must be
-    retried on the first stack."""
+    """One stack restarted under traffic in the worst case: its checks switched off until it
+    has stopped, a balancer that has not noticed, so requests reach the draining shim and then
+    its closed port, and each must be retried on the other stack; then checks on, the stack
+    started again, back in rotation. (A check that sees a drain takes its server out at once:
+    test_killed_vllm_leaves_rotation shows it; restarting the other stack the same way would
+    add two minutes and no new case.)"""
     first, second = balanced.stacks
     # steady, not saturating: two clients, each pausing 0.3 s between answers, keep requests
-    # arriving through every drain and stop, and leave the restarts CPU on 2 cores (three
-    # clients back to back made this test 6 minutes: each restart starved)
+    # arriving through the drain and the stop, and leave the restart CPU on 2 cores (three
+    # clients back to back starved each restart)
     traffic = Traffic(balanced.url, 2, pause=0.3)
     time.sleep(3)
-    codes = [first.stop()]
-    first.start(balanced.env)
-    first.wait_ready(600)
-    balanced.wait_state(first.name, {"UP"}, 30)
     blind = time.time()
     balanced.command(f"disable health onepass/{second.name}")
-    codes.append(second.stop())
+    code = second.stop()
     time.sleep(3)
     balanced.command(f"enable health onepass/{second.name}")
     seen = time.time()
@@ -149,13 +146,13 @@ def test_rolling_restart_loses_nothing(balanced):
     time.sleep(2)
     results = traffic.finish()
     outcomes = [o for _, _, o, _, _ in results]
-    assert codes == [0, 0], codes  # each serve.sh drained and exited cleanly
+    assert code == 0, code  # serve.sh drained and exited cleanly
     bad = [(round(end - sent, 2), o) for sent, end, o, _, _ in results if o != 200]
     assert len(outcomes) > 20 and not bad, bad
-    for s in balanced.stacks:  # the restarted runs: nothing before their ready line either
-        assert s.run == 2 and not shim_requests(s.log_dir)[0]
-        drained = (s.log_dir.parent / f"{s.name}.1" / "shim.log").read_text()
-        assert "draining: no new requests" in drained
+    # the restarted run: nothing before its ready line either; the first run drained
+    assert second.run == 2 and not shim_requests(second.log_dir)[0]
+    drained = (second.log_dir.parent / f"{second.name}.1" / "shim.log").read_text()
+    assert "draining: no new requests" in drained
     retried = [r for r in balancer_lines(balanced, blind) if r["retries"] != "0"
                and r["at"] < seen]
     assert retried, "no request reached the stopped stack while the balancer was blind"
