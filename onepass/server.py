@@ -128,8 +128,7 @@ class Service:
             doc = {"status": "ok", "warming": False, "draining": False}
             if authorized:
                 doc.update(model=self.profile.model_name, profile=self.settings.profile,
-                           attention_modes=[CAUSAL, TWO_WAY] if self.pipeline.facts.two_way
-                           else [CAUSAL],
+                           attention_modes=self.attention_modes(),
                            default_attention_mode=self.profile.attention_mode)
             return 200, doc
         doc = {"status": self.phase, "warming": self.phase == WARMING, "draining": False}
@@ -148,13 +147,18 @@ class Service:
                       for name, limit in pipe.limits.kinds.items() if kinds.KINDS[name].systemone}
         doc = tryit.info(phase, bool(self.settings.api_key), authorized, served,
                          self.profile.vision is not None,
-                         [CAUSAL, TWO_WAY] if pipe and pipe.facts.two_way else [CAUSAL],
+                         self.attention_modes(),
                          {"max_questions": self.settings.max_questions,
                           "max_body_bytes": self.settings.max_body_bytes,
                           "max_images": self.profile.vision.max_images if self.profile.vision
                           else 0})
         return 200, Raw(json.dumps(doc).encode(), "application/json",
                         tuple(tryit.HEADERS.items()))
+
+    def attention_modes(self) -> list:
+        """The modes this server reads in (two-way only where start-up found it live)."""
+        two_way = self.pipeline is not None and self.pipeline.facts.two_way
+        return [CAUSAL, TWO_WAY] if two_way else [CAUSAL]
 
     def models(self) -> dict:
         return models.document(self.profile)  # System One's and OpenAI's shapes at once

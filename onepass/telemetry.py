@@ -18,13 +18,13 @@ import time
 
 from . import __version__, errors, procstats
 from .metrics import FREE, OTHER, Registry
+from .tryit import PATHS as PAGE_PATHS  # the page's routes, all counted as /try
 
 REGISTRY = Registry()
 # server.ROUTES, spelled out here (server imports this module); a unit test keeps them equal.
 # The try-it page's routes (tryit.PATHS) share one label, /try: one feature, few series.
 ROUTES = ("/v1/systemone", "/systemone", "/v1/decisions", "/decisions", "/v1/models", "/health",
           "/metrics", "/openapi.json", "/try")
-PAGE_PATHS = ("/", "/try/app.js", "/try/style.css", "/try/info")
 STATUSES = tuple(s.value for s in http.HTTPStatus) + (529,)
 STATUS_CLASSES = ("2xx", "4xx", "5xx")
 # answer types as the adapters render them, on either API

@@ -20,7 +20,7 @@ from tests.support.live_bodies import UNTEMPERED
 
 from onepass import tryit
 
-EXAMPLE = json.loads((tryit.HERE / "examples.json").read_text())
+EXAMPLE = tryit.examples()
 KEY = "pw-try-4f1c9e"
 
 
