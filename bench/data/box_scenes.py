@@ -204,6 +204,19 @@ def make_item(seed: int, index: int, n: int) -> dict:
             "instructions": describe(expr), "present": target is not None, "box": box}
 
 
+def solo(item: dict, rng: random.Random) -> dict:
+    """The item with its target alone on the background, named by colour, shape or both: the
+    easiest scenes, for a model learning to see (tools/models/train_grounding.py's curriculum).
+    Absent items are returned unchanged."""
+    if not item["present"]:
+        return item
+    obj = item["objects"][item["target"]]
+    expr = rng.choice(({"colour": obj["colour"], "shape": obj["shape"]},
+                       {"colour": obj["colour"]}, {"shape": obj["shape"]}))
+    return {**item, "objects": [obj], "target": 0, "expression": expr,
+            "instructions": describe(expr)}
+
+
 def split_of(index: int) -> str:
     return "fit" if index % 2 == 0 else "eval"
 

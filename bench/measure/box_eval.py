@@ -6,8 +6,8 @@ Usage: .venv/bin/python bench/measure/box_eval.py --url http://127.0.0.1:8741
        [--extra '{"kwargs": {"box": {"mode": "edges"}}}'] [--json OUT.json] [--png iou.png]
 Owns: one /v1/systemone request per item (the image as state `photo`, one box question `q`), a
 per-item record {id, split, present_true, status, found, box, iou, hit, confidence, present,
-x_box_logprob, latency_ms}, and the summary: mean IoU and Acc@0.5 and confidence ECE (event
-IoU >= 0.5) over the items whose object is present (a not-found answer scores the whole-image
+x_box_logprob, x_box_mode, x_box_raw, latency_ms}, and the summary: mean IoU and Acc@0.5 and
+confidence ECE (event IoU >= 0.5) over the items whose object is present (a not-found answer scores the whole-image
 box), `present` accuracy and ECE over all items, found rate, latency p50/p95, non-200 count.
 Never starts or stops a server, never changes the data, and never stops on a non-200 answer:
 those are counted and sampled. HTTP goes through bench/measure/evaluate.py's `post` (key from
@@ -59,7 +59,7 @@ def score(item: dict, status, doc: dict | None, seconds: float) -> tuple:
     rec = {"id": item["id"], "split": item["split"], "present_true": item["present"],
            "status": status, "latency_ms": seconds * 1000, "found": None, "box": None,
            "iou": None, "hit": None, "confidence": None, "present": None,
-           "x_box_logprob": None, "x_box_mode": None}
+           "x_box_logprob": None, "x_box_mode": None, "x_box_raw": None}
     if status != 200:
         return rec, "HTTP " + str(status) if isinstance(status, int) else str(status)
     answer = (doc or {}).get("answers", {}).get("q")
@@ -71,7 +71,7 @@ def score(item: dict, status, doc: dict | None, seconds: float) -> tuple:
         return rec, "found, but the box is malformed"
     rec.update(found=found, box=box, confidence=answer.get("confidence"),
                present=answer.get("present"), x_box_logprob=answer.get("x_box_logprob"),
-               x_box_mode=answer.get("x_box_mode"))
+               x_box_mode=answer.get("x_box_mode"), x_box_raw=answer.get("x_box_raw"))
     if item["present"] and isinstance(box, dict):
         rec["iou"] = bm.iou(box, item["box"])
         rec["hit"] = rec["iou"] >= bm.HIT_IOU

@@ -1,7 +1,7 @@
 """Build the trained grounding model from the weights tools/models/train_grounding.py ships in
-models/idefics3-grounding/: a small Idefics3 meant to write boxes on the synthetic scenes. No
-run here has learnt to use the image yet, so no weights are shipped (docs/box.md, "A model that
-sees"); the build refuses without them.
+models/idefics3-grounding/: a small Idefics3 meant to answer box questions on the synthetic
+scenes. No run here has yet learnt to use the image on onepass's own prompts, so no weights are
+shipped (docs/box.md, "A model that sees"); the build refuses without them.
 
 Usage: python tools/models/build_grounding.py OUT_DIR   (serve.sh: ~/.cache/onepass/models/
 idefics3-grounding). Prints OUT_DIR when it is ready; a finished build is checked by its
@@ -38,16 +38,6 @@ VISION = dict(hidden_size=96, intermediate_size=192, num_hidden_layers=3, num_at
 TEXT = dict(build_vlm.TEXT, hidden_size=192, intermediate_size=384, num_hidden_layers=3,
             num_attention_heads=3, num_key_value_heads=1, head_dim=64)
 EMBED = "model.text_model.embed_tokens.weight"
-# Besides the profile's own convention (asked on every training scene), some scenes also
-# ask for the box in one of these, so the model writes the convention its prompt names
-# (bench/measure/box_conventions.py serves it through each).
-OTHER_CONVENTIONS = (
-    {"units": "grid", "order": "yxyx", "scale": 1000},
-    {"units": "grid", "order": "xyxy", "scale": 1024},
-    {"units": "original_pixels", "order": "xyxy"},
-    {"units": "resized_pixels", "order": "xyxy",
-     "resize": {"factor": 8, "min_pixels": 1024, "max_pixels": 12288}},
-)
 EXPECTED = json.loads((SHIPPED / "digests.json").read_text()) if (
     SHIPPED / "digests.json").exists() else {}
 

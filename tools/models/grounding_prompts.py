@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -62,16 +61,10 @@ class Recorder:
                                   "logprobs": {"content": []}}], "usage": usage}
 
 
-def service(profile: str, tokenizer, convention: dict | None = None) -> tuple[Service, Recorder]:
-    """A onepass Service for `profile` (its box convention replaced by `convention`, when
-    given) whose engine calls go to a Recorder (labels checked through the tokenizer, as the
-    start-up guard would)."""
+def service(profile: str, tokenizer) -> tuple[Service, Recorder]:
+    """A onepass Service for `profile` whose engine calls go to a Recorder (labels checked
+    through the tokenizer, as the start-up guard would)."""
     settings = config.load(["--profile", profile, "--vllm", "http://127.0.0.1:9"], environ={})
-    if convention is not None:
-        box_geometry.convention(convention)  # checked as a profile's would be
-        model = settings.model
-        vision = replace(model.vision, box={**model.vision.box, "convention": convention})
-        settings = replace(settings, model=replace(model, vision=vision))
     svc, rec = Service(settings, ROOT), Recorder(tokenizer)
     svc.engine.call = rec.call
     labels = probes.verified_labels(svc.engine, svc.profile)
@@ -105,10 +98,16 @@ def box_text(item: dict, conv, resized_size) -> str:
     return '{"box":[' + ",".join(str(v) for v in vals) + "]}"
 
 
-def examples(svc: Service, rec: Recorder, item: dict, image_url: str,
-             box_only: bool = False) -> list[tuple]:
-    """The scene's examples: (messages, target text, kind), as onepass asks them (`box_only`:
-    the generation's alone)."""
+def edge_of(messages: list) -> str:
+    """The edge a read asks, from its words: the engine's calls reach the recorder in their own
+    order, not EDGE_FIELDS' (zipping the two mislabelled about one scene in seven)."""
+    text = str(messages[-1]["content"])
+    found = {text.find(f"the {edge} edge"): edge for edge in EDGE_FIELDS}
+    return found[min(at for at in found if at >= 0)]  # the first: the question's, not the target's
+
+
+def examples(svc: Service, rec: Recorder, item: dict, image_url: str) -> list[tuple]:
+    """The scene's examples: (messages, target text, kind), as onepass asks them."""
     body = {"model": "jev-latest", "state": {"photo": image_url},
             "questions": {"q": {"type": "box", "instructions": item["instructions"],
                                 "box": {"mode": "hybrid"}}}}
@@ -121,10 +120,11 @@ def examples(svc: Service, rec: Recorder, item: dict, image_url: str,
     labels = svc.pipeline.facts.labels
     levels = min(MAX_LEVELS, len(labels.score))
     yes, no = (label for label, _ in labels.noul)
-    out = [] if box_only else [(reads[0]["messages"], yes if item["present"] else no, "present")]
-    if item["present"] and not box_only:
-        for read, edge in zip(reads[1:5], EDGE_FIELDS):
-            out.append((read["messages"], labels.score[band(item["box"][edge], levels)][0],
+    out = [(reads[0]["messages"], yes if item["present"] else no, "present")]
+    if item["present"]:
+        asked = {edge_of(read["messages"]): read for read in reads[1:5]}
+        for edge in EDGE_FIELDS:
+            out.append((asked[edge]["messages"], labels.score[band(item["box"][edge], levels)][0],
                         "edge"))
     conv = box_geometry.convention(profile.vision.box["convention"])
     size = (item["width"], item["height"])

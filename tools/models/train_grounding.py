@@ -8,16 +8,17 @@ Writes DIR (default models/idefics3-grounding/): weights.safetensors (what build
 builds the model from), curve.tsv (the training curve) and digests.json (the built model's
 sha256, which the build then requires).
 The architecture and processor are build_grounding.py's (Idefics3, as build_vlm.py: vLLM 0.32
-CPU serves it). Examples come from tools/models/grounding_prompts.py:
-the present read, one of the four edge reads (at random) and the box generation, exactly as
-onepass lays them out for the profile, with the right label or JSON as target; OTHER_SHARE of
-the scenes also ask for the box in another convention (OTHER_CONVENTIONS), so the model writes
-the convention its prompt names. Training scenes use
---scene-seed (the eval set is seed 0, so no eval scene is trained on). The loss is
-cross-entropy on the target tokens only, over the whole vocabulary (label reads and the box's
-log-probs are read from the full distribution). Deterministic for a seed on one machine;
-another CPU may round differently, so a retrained model gets its own digests.
-Prints a line per --log-every steps (step, seconds, mean loss per example kind), as curve.tsv.
+CPU serves it). Examples come from tools/models/grounding_prompts.py: the present read, one of the
+four edge reads (at random) and the box generation, exactly as onepass lays them out for the
+profile, with the right label or JSON as target. Training scenes use --scene-seed (the eval set
+is seed 0, so no eval scene is trained on). The loss is cross-entropy on the target tokens only,
+over the whole vocabulary (label reads and the box's log-probs are read from the full
+distribution), plus the dense targets of grounding_targets.py on the image tokens; a curriculum
+(GATE, then SCHEDULE) starts on lone targets' edges asked in one line and ends on onepass's own
+prompts over full scenes. Deterministic for a seed on one machine; another CPU may round
+differently, so a retrained model gets its own digests.
+Prints a line per --log-every steps (step, seconds, mean loss per example kind, edges open), as
+curve.tsv.
 """
 from __future__ import annotations
 
@@ -37,53 +38,103 @@ sys.path.insert(0, str(HERE))
 
 import build_grounding  # noqa: E402
 import build_vlm  # noqa: E402
+import grounding_curve  # noqa: E402
 import grounding_prompts  # noqa: E402
+import grounding_targets  # noqa: E402
 import box_scenes  # noqa: E402  (grounding_prompts puts bench/data on the path)
 from model_manifest import sha256  # noqa: E402
 
-KINDS = ("present", "edge", "box", "box_other")
-OTHER_CONVENTIONS = build_grounding.OTHER_CONVENTIONS
-OTHER_SHARE = 0.3  # of the scenes also ask for the box in one of OTHER_CONVENTIONS
+KINDS = ("present", "edge", "box", "aux")
+AUX_WEIGHT = 1.0  # the dense targets' loss beside the answers' (grounding_targets.py)
+# The curriculum has two parts. First a gate: scenes are asked their left edge only, and the
+# next edge (EDGE_FIELDS order: left, top, right, bottom) is asked too once a --log-every
+# window's mean edge loss is under GATE. The clock (`progress`) stands at 0 until all four are
+# asked; from then on each share holds its first value for the first `hold` of the steps left,
+# then moves linearly to its last value at `until` (`share`).
+#   solo        scenes shown with their target alone (box_scenes.solo)
+#   probe       edge reads asked as one line, "Which tenth holds the left edge?" (`probe`)
+#   short       examples asked with the question's first lines only (`short`)
+#   four_edges  scenes asked every open edge, not one at random
+#   others      scenes that also give their present read and box generation
+# Why (docs/box.md, "A model that sees"): every run that mixed the four edges, the three kinds or
+# onepass's full prompts in from the start sat on a plateau, one answer for every image and edge,
+# for 350 to 5,000 steps; held on lone targets' left edges asked in one line, the edge loss left
+# it by step 150, and lost it again when run 15's clock brought the other edges in at step 300.
+GATE = 1.2  # nats: ln 10 = 2.30 is a uniform guess over the ten bands
+SCHEDULE = {"solo": (1.0, 0.1, 0.8, 0.15),
+            "probe": (1.0, 0.0, 0.5, 0.15), "short": (0.9, 0.0, 0.7, 0.0),
+            "four_edges": (1.0, 0.0, 0.6, 0.15), "others": (0.0, 1.0, 0.5, 0.15)}
+
+
+def share(name: str, progress: float) -> float:
+    """SCHEDULE[name] = (first, last, until, hold): first up to `hold` of the run, then linear
+    to last at `until`."""
+    first, last, until, hold = SCHEDULE[name]
+    return first + (last - first) * min(1.0, max(0.0, progress - hold) / (until - hold))
+
+
+def probe(edge: str) -> list:
+    """The probe's edge question: the image and one line."""
+    return [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text":
+                                         f"Which tenth holds the {edge} edge?"}]}]
+
+
+def short(messages: list, kind: str) -> list:
+    """The user turn's image and the question's first line (two for a box: what to find and the
+    convention's words); the chat template then adds its default system line."""
+    parts = messages[-1]["content"]
+    text = "".join(p["text"] for p in parts if p["type"] == "text")
+    question = text.split("\n\n", 1)[1].split("\n")
+    keep = question[:2] if kind == "box" else question[:1]
+    return [{"role": "user", "content": [p for p in parts if p["type"] != "text"]
+             + [{"type": "text", "text": "\n" + "\n".join(keep)}]}]
 
 
 class Examples:
     """An endless, seeded stream of tokenized examples: (input ids, pixel values, pixel mask,
-    number of target tokens, kind)."""
+    number of target tokens, kind, the image tokens' dense targets)."""
 
     def __init__(self, model_dir: Path, profile: str, scene_seed: int, seed: int):
         from transformers import AutoProcessor, AutoTokenizer
         self.tok = AutoTokenizer.from_pretrained(model_dir)
         self.processor = AutoProcessor.from_pretrained(model_dir)
         self.main = grounding_prompts.service(profile, self.tok)
-        self.others = [grounding_prompts.service(profile, self.tok, c) for c in OTHER_CONVENTIONS]
         self.scene_seed, self.index, self.rng = scene_seed, 0, random.Random(seed)
         self.pool, self.used = [], set()
+        self.progress = 0.0  # of the clock: the curriculum's shares follow it
+        self.open = 1  # edges asked (the gate)
 
     def scene(self):
         from PIL import Image
         item = box_scenes.make_item(self.scene_seed, self.index, 0)
         self.index += 1
+        if self.rng.random() < share("solo", self.progress):
+            item = box_scenes.solo(item, self.rng)
         image = box_scenes.render(item)
         url = box_scenes.data_url(image)
         rgb = Image.open(io.BytesIO(base64.b64decode(url.split(",", 1)[1]))).convert("RGB")
         asked = grounding_prompts.examples(*self.main, item, url)
-        edges = [a for a in asked if a[2] == "edge"]  # one edge a scene: they cost the most
-        asked = [a for a in asked if a[2] != "edge"] + self.rng.sample(edges, min(1, len(edges)))
-        if self.rng.random() < OTHER_SHARE:
-            other = self.rng.choice(self.others)
-            asked += [(m, t, "box_other") for m, t, _ in
-                      grounding_prompts.examples(*other, item, url, box_only=True)]
+        edges = [a for a in asked if a[2] == "edge"][:self.open]  # left first
+        four = self.rng.random() < share("four_edges", self.progress)
+        others = [a for a in asked if a[2] != "edge"
+                  and self.rng.random() < share("others", self.progress)]
+        asked = others + (edges if four else self.rng.sample(edges, min(1, len(edges))))
+        cells = grounding_targets.cell_targets(item)
         for messages, target, kind in asked:
+            if kind == "edge" and self.rng.random() < share("probe", self.progress):
+                messages = probe(grounding_prompts.edge_of(messages))
+            elif self.rng.random() < share("short", self.progress):
+                messages = short(messages, kind)
             prompt = self.tok.apply_chat_template(messages, tokenize=False,
                                                   add_generation_prompt=True)
             enc = self.processor(text=prompt, images=[rgb], return_tensors="pt")
             target_ids = self.tok.encode(target, add_special_tokens=False)
-            if kind.startswith("box"):
+            if kind == "box":
                 target_ids.append(build_vlm.EOS_ID)
             seq = enc["input_ids"][0].tolist() + target_ids
             self.used.update(seq)
             self.pool.append((seq, enc["pixel_values"][0], enc["pixel_attention_mask"][0],
-                              len(target_ids), kind))
+                              len(target_ids), kind, cells))
 
     def batch(self, n: int) -> list:
         while len(self.pool) < 4 * n:
@@ -102,7 +153,7 @@ def collate(batch):
     pv = torch.zeros((len(batch), tiles, *batch[0][1].shape[1:]))
     pm = torch.zeros((len(batch), tiles, *batch[0][2].shape[1:]), dtype=torch.bool)
     rows, cols, targets = [], [], []
-    for b, (seq, pixels, pmask, n, _) in enumerate(batch):
+    for b, (seq, pixels, pmask, n, *_) in enumerate(batch):
         ids[b, :len(seq)] = torch.tensor(seq)
         mask[b, :len(seq)] = 1
         pv[b, :pixels.shape[0]] = pixels
@@ -111,59 +162,29 @@ def collate(batch):
             rows.append(b)
             cols.append(j - 1)  # the hidden state before a token predicts it
             targets.append(seq[j])
-    return ids, mask, pv, pm, torch.tensor(rows), torch.tensor(cols), torch.tensor(targets)
+    cells = torch.tensor([example[5] for example in batch])
+    return (ids, mask, pv, pm, torch.tensor(rows), torch.tensor(cols), torch.tensor(targets),
+            cells)
 
 
-def losses(model, batch):
-    """Mean cross-entropy over target tokens, and per kind (for the curve)."""
+def losses(model, head, batch):
+    """Mean cross-entropy over target tokens plus AUX_WEIGHT times the dense targets' loss on
+    the image tokens as the language model receives them; and each part (for the curve)."""
     import torch
     import torch.nn.functional as F
-    ids, mask, pv, pm, rows, cols, targets = collate(batch)
-    hidden = model.model(input_ids=ids, attention_mask=mask, pixel_values=pv,
-                         pixel_attention_mask=pm).last_hidden_state
-    logits = model.lm_head(hidden[rows, cols])
+    ids, mask, pv, pm, rows, cols, targets, cells = collate(batch)
+    out = model.model(input_ids=ids, attention_mask=mask, pixel_values=pv,
+                      pixel_attention_mask=pm, output_hidden_states=True)
+    logits = model.lm_head(out.last_hidden_state[rows, cols])
     each = F.cross_entropy(logits, targets, reduction="none")
-    kind_of = torch.tensor([KINDS.index(k) for _, _, _, n, k in batch for _ in range(n)])
+    kind_of = torch.tensor([KINDS.index(example[4]) for example in batch
+                            for _ in range(example[3])])
     per_kind = {k: float(each[kind_of == i].mean().detach()) for i, k in enumerate(KINDS)
                 if bool((kind_of == i).any())}
-    return each.mean(), per_kind
-
-
-COLOURS = {"present": (200, 40, 40), "edge": (40, 140, 40), "box": (40, 80, 220),
-           "box_other": (150, 60, 180)}
-
-
-def draw_curve(tsv: Path, png: Path) -> None:
-    """The training curve (mean loss per kind against step, log scale) as a PNG, with Pillow."""
-    from PIL import Image, ImageDraw
-    rows = [line.split("\t") for line in tsv.read_text().splitlines()[1:]]
-    steps = [int(r[0]) for r in rows]
-    series = {k: [float(r[2 + i]) for r in rows] for i, k in enumerate(KINDS)}
-    width, height, margin = 640, 360, 60
-    image = Image.new("RGB", (width + 2 * margin, height + 2 * margin), "white")
-    draw = ImageDraw.Draw(image)
-    values = [v for vs in series.values() for v in vs if v == v and v > 0]
-    low, high = math.log10(min(values)), math.log10(max(values))
-
-    def point(step, loss):
-        return (margin + width * step / max(steps),
-                margin + height * (high - math.log10(max(loss, 1e-9))) / (high - low))
-    draw.rectangle([margin, margin, margin + width, margin + height], outline="black")
-    for exp in range(math.floor(low), math.ceil(high) + 1):
-        for mult in (1, 2, 5):
-            v = mult * 10 ** exp
-            if 10 ** low <= v <= 10 ** high:
-                y = point(0, v)[1]
-                draw.line([margin, y, margin + width, y], fill=(225, 225, 225))
-                draw.text((8, y - 6), f"{v:g}", fill="black")
-    for k, vs in series.items():
-        pts = [point(s, v) for s, v in zip(steps, vs) if v == v]
-        draw.line(pts, fill=COLOURS[k], width=2)
-    draw.text((margin, 20), "train_grounding.py: mean cross-entropy per example kind (log scale) "
-              "against step", fill="black")
-    draw.text((margin, margin + height + 8), f"0 .. {max(steps)} steps;  " + "  ".join(
-        f"{k}: {'red green blue purple'.split()[i]}" for i, k in enumerate(KINDS)), fill="black")
-    image.save(png)
+    image = out.hidden_states[0][ids == model.config.image_token_id]
+    aux = grounding_targets.loss(head, image.view(len(batch), -1, image.shape[-1]), cells)
+    per_kind["aux"] = float(aux.detach())
+    return each.mean() + AUX_WEIGHT * aux, per_kind
 
 
 def main(argv=None) -> int:
@@ -181,6 +202,10 @@ def main(argv=None) -> int:
     parser.add_argument("--save-every", type=int, default=500)
     parser.add_argument("--ship", default=str(build_grounding.SHIPPED),
                         help="where the weights (and the curve, digests) are written")
+    parser.add_argument("--stop-after", type=int, default=0, help="stop after this many steps "
+                        "(the curriculum and learning rate still follow --steps) and ship then")
+    parser.add_argument("--init", default="", help="start from the weights another run shipped "
+                        "in this directory (its weights.safetensors), not from the seed")
     parser.add_argument("--tokenizer", default=str(Path.home() / ".cache/onepass/models/"
                                                    f"{build_vlm.TOKENIZER_NAME}"))
     parser.add_argument("--png", default="", help="also draw the curve here (--steps 0: only "
@@ -188,7 +213,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     ship = Path(args.ship)
     if args.steps == 0:
-        draw_curve(ship / "curve.tsv", Path(args.png))
+        grounding_curve.draw(ship / "curve.tsv", Path(args.png), KINDS)
         return 0
     import torch
     from safetensors.torch import load_file, save_file
@@ -199,25 +224,36 @@ def main(argv=None) -> int:
     tok = build_grounding.prepare(files, Path(args.tokenizer))
     data = Examples(files, args.profile, args.scene_seed, args.seed)
     model = build_grounding.new_model(tok)
+    if args.init:
+        start = load_file(Path(args.init) / "weights.safetensors")
+        build_grounding.apply(model, start)
+        data.used.update(start["embed_ids"].tolist())  # its trained rows ship again
+    else:
+        grounding_targets.sincos_positions(
+            model.model.vision_model.embeddings.position_embedding.weight)
     model.train()
+    # the dense targets' head: trained beside the model, never shipped
+    head = torch.nn.Linear(model.config.text_config.hidden_size, grounding_targets.WIDTH)
     embed = model.get_input_embeddings().weight
     seen_rows = torch.zeros(embed.shape[0], dtype=torch.bool)
     # rows of tokens no prompt has used stay at their seeded values: the repo ships only the
     # used rows (build_grounding.py), so nothing else may move them
     embed.register_hook(lambda g: g * seen_rows[:, None].to(g.dtype))
-    rest = [p for p in model.parameters() if p is not embed]
+    rest = [p for p in model.parameters() if p is not embed] + list(head.parameters())
     opt = torch.optim.AdamW([{"params": rest, "weight_decay": 0.01},
                              {"params": [embed], "weight_decay": 0.0}], lr=args.lr)
-    warm = max(1, args.steps // 20)
+    warm = max(1, args.steps // 100)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / warm) * 0.5 * (
         1 + math.cos(math.pi * min(1.0, s / args.steps))))
     curve = open(ship / "curve.tsv", "w")
-    curve.write("step\tseconds\t" + "\t".join(KINDS) + "\n")
+    curve.write("step\tseconds\t" + "\t".join(KINDS) + "\tedges_open\n")
     started, seen = time.time(), {k: [] for k in KINDS}
-    for step in range(1, args.steps + 1):
+    last, opened = args.stop_after or args.steps, None  # opened: the step the gate opened
+    for step in range(1, last + 1):
+        data.progress = 0.0 if opened is None else (step - opened) / (args.steps - opened)
         batch = data.batch(args.batch)
         seen_rows[torch.tensor(sorted(data.used))] = True
-        loss, per_kind = losses(model, batch)
+        loss, per_kind = losses(model, head, batch)
         opt.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -225,12 +261,16 @@ def main(argv=None) -> int:
         sched.step()
         for k, v in per_kind.items():
             seen[k].append(v)
-        if step % args.log_every == 0 or step == args.steps:
+        if step % args.log_every == 0 or step == last:
             means = [sum(v) / len(v) if v else float("nan") for v in seen.values()]
-            line = f"{step}\t{time.time() - started:.0f}\t" + "\t".join(f"{m:.4f}" for m in means)
+            line = (f"{step}\t{time.time() - started:.0f}\t" + "\t".join(f"{m:.4f}" for m in means)
+                    + f"\t{data.open}")
             print(line, flush=True)
             curve.write(line + "\n")
             curve.flush()
+            if opened is None and means[KINDS.index("edge")] < GATE:
+                data.open += 1
+                opened = step if data.open == len(grounding_prompts.EDGE_FIELDS) else None
             seen = {k: [] for k in KINDS}
         if step % args.save_every == 0:  # a look at it served while training goes on
             save_file(build_grounding.delta(model, data.used), ship / "weights.safetensors")
@@ -242,8 +282,8 @@ def main(argv=None) -> int:
     digests = {name: sha256(files / name) for name in ("model.safetensors", "tokenizer.json")}
     (ship / "digests.json").write_text(json.dumps(digests, indent=2) + "\n")
     if args.png:
-        draw_curve(ship / "curve.tsv", Path(args.png))
-    print(f"train_grounding: {args.steps} steps in {time.time() - started:.0f} s; shipped "
+        grounding_curve.draw(ship / "curve.tsv", Path(args.png), KINDS)
+    print(f"train_grounding: {last} steps in {time.time() - started:.0f} s; shipped "
           f"{ship / 'weights.safetensors'} ({len(data.used)} embedding rows trained)")
     return 0
 

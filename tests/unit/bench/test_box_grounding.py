@@ -1,0 +1,121 @@
+"""Stdlib-only tests of the grounding model's pure parts: the curriculum's solo scenes
+(bench/data/box_scenes.py solo), the dense per-token targets (tools/models/grounding_targets.py
+cell_targets) and reading written numbers through every convention (bench/measure/
+box_conventions.py compare).
+Run: python3 -S -m unittest tests.unit.bench.test_box_grounding
+"""
+import random
+import sys
+import unittest
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[3]
+sys.path[:0] = [str(ROOT / "bench" / d) for d in ("data", "lib", "measure")]
+sys.path.insert(0, str(ROOT / "tools" / "models"))
+import box_conventions  # noqa: E402
+import box_scenes  # noqa: E402
+import grounding_prompts  # noqa: E402
+import grounding_targets as gt  # noqa: E402
+from onepass.kinds import box  # noqa: E402
+
+
+def present_item(index=0):
+    i = index
+    while True:
+        item = box_scenes.make_item(7, i, 0)
+        if item["present"]:
+            return item
+        i += 1
+
+
+class EdgeOfTest(unittest.TestCase):
+    def test_reads_back_the_edge_each_served_read_asks(self):
+        # the training examples pair each edge read with its band by these words, so they must
+        # follow what onepass asks (onepass/kinds/box.py), even when the target names an edge
+        q = box_scenes.make_item(7, 0, 0)
+        for instructions in (q["instructions"], "the square at the left edge"):
+            asked = box.edge_questions(Question(instructions), 10)
+            got = [grounding_prompts.edge_of([{"role": "user", "content": [
+                {"type": "text", "text": "Question: " + one.instructions}]}]) for one in asked]
+            self.assertEqual(got, list(grounding_prompts.EDGE_FIELDS))
+
+
+class Question:
+    """The one field box.edge_questions reads."""
+
+    def __init__(self, instructions):
+        self.instructions = instructions
+
+
+class SoloTest(unittest.TestCase):
+    def test_keeps_the_target_alone_and_names_it(self):
+        rng = random.Random(0)
+        for i in range(40):
+            item = box_scenes.make_item(3, i, 0)
+            solo = box_scenes.solo(item, rng)
+            if not item["present"]:
+                self.assertIs(solo, item)
+                continue
+            target = item["objects"][item["target"]]
+            self.assertEqual(solo["objects"], [target])
+            self.assertEqual(solo["box"], item["box"])
+            self.assertEqual(box_scenes.resolve(solo["expression"], solo["objects"]), [0])
+            self.assertTrue(solo["instructions"].startswith("the "))
+
+
+class CellTargetsTest(unittest.TestCase):
+    def test_a_known_square(self):
+        """A 256 x 192 image (stretched to the 128 x 128 view): a square at px [64, 32, 128, 96)
+        is [32, 21.3, 64, 64) in the view, so it covers cells x 1, y 0-1; its edges are 0.25,
+        0.1666, 0.5, 0.5 of the image."""
+        obj = {"colour": "blue", "shape": "square", "size": "large", "px": [64, 32, 128, 96]}
+        rows = gt.cell_targets({"width": 256, "height": 192, "objects": [obj]})
+        self.assertEqual(len(rows), gt.CELLS ** 2)
+        covered = [k for k, r in enumerate(rows) if r[0]]
+        self.assertEqual(covered, [1, 5])
+        self.assertEqual(rows[1], [3, 2, 2, 2, 5, 1, 6, 5, 0, 5, 0])
+        self.assertEqual(rows[0], [0, 0, 0] + [gt.IGNORE] * 8)
+        self.assertEqual(len(rows[1]), len(gt.GROUPS))
+
+    def test_the_larger_overlap_wins_a_cell(self):
+        small = {"colour": "red", "shape": "circle", "size": "small", "px": [0, 0, 8, 8]}
+        big = {"colour": "green", "shape": "star", "size": "large", "px": [20, 0, 128, 128]}
+        rows = gt.cell_targets({"width": 128, "height": 128, "objects": [small, big]})
+        self.assertEqual(rows[0][:3], [2, 4, 2])  # cell 0: 12 x 32 px of green against 8 x 8
+
+    def test_a_tall_image_is_stretched_not_padded(self):
+        """192 x 256: an object in the bottom quarter lies in the view's bottom row of cells
+        (with padding to the longest edge it would have been in the third)."""
+        obj = {"colour": "red", "shape": "circle", "size": "small", "px": [0, 200, 40, 250]}
+        rows = gt.cell_targets({"width": 192, "height": 256, "objects": [obj]})
+        self.assertEqual([k for k, r in enumerate(rows) if r[0]], [12])
+
+    def test_every_scene_object_is_under_some_cell(self):
+        for i in range(30):
+            item = box_scenes.make_item(5, i, 0)
+            rows = gt.cell_targets(item)
+            named = {(r[0], r[1], r[2]) for r in rows if r[0]}
+            self.assertLessEqual(len(named), len(item["objects"]))
+            self.assertGreaterEqual(len(named), 1)
+
+
+class ConventionsTest(unittest.TestCase):
+    def test_the_right_convention_keeps_a_box_and_wrong_ones_lose_it(self):
+        item = present_item()
+        b = item["box"]
+        raw = [round(b["left"] * 1000), round(b["top"] * 1000), round(b["right"] * 1000),
+               round(b["bottom"] * 1000)]
+        records = [{"id": item["id"], "x_box_raw": raw}, {"id": item["id"], "x_box_raw": None}]
+        rows = box_conventions.compare(records, {item["id"]: item}, box_conventions.CONVENTIONS[
+            "grid 1000 xyxy"])
+        self.assertEqual(rows["own"]["n"], 1)  # a generation that wrote null is not read
+        self.assertGreater(rows["own"]["mean_iou"], 0.95)
+        self.assertAlmostEqual(rows["grid 1000 xyxy"]["gap"], 0.0)
+        self.assertLess(rows["original pixels xyxy"]["mean_iou"], rows["own"]["mean_iou"])
+        self.assertLess(rows["original pixels xyxy"]["mean_iou"], 0.05)
+        near = rows["grid 1024 xyxy"]["mean_iou"]  # 2.4 % off in scale: a near miss
+        self.assertTrue(0.2 < near < rows["own"]["mean_iou"], near)
+
+
+if __name__ == "__main__":
+    unittest.main()
