@@ -61,7 +61,7 @@ def compare(records: list, items: dict, own: dict) -> dict:
     base = ious(records, items, own)
     out = {}
     for name, conv in {"own": own, **CONVENTIONS}.items():
-        these = ious(records, items, conv)
+        these = base if name == "own" else ious(records, items, conv)
         gaps = [a - b for a, b in zip(base, these)]
         n = len(these)
         mean_gap = sum(gaps) / n if n else None

@@ -7,8 +7,9 @@ Usage: .venv/bin/python bench/measure/box_eval.py --url http://127.0.0.1:8741
 Owns: one /v1/systemone request per item (the image as state `photo`, one box question `q`), a
 per-item record {id, split, present_true, status, found, box, iou, hit, confidence, present,
 x_box_logprob, x_box_mode, x_box_raw, latency_ms}, and the summary: mean IoU and Acc@0.5 and
-confidence ECE (event IoU >= 0.5) over the items whose object is present (a not-found answer scores the whole-image
-box), `present` accuracy and ECE over all items, found rate, latency p50/p95, non-200 count.
+confidence ECE (event IoU >= 0.5) over the items whose object is present (a not-found answer
+scores the whole-image box), `present` accuracy and ECE over all items, found rate, latency
+p50/p95, non-200 count.
 Never starts or stops a server, never changes the data, and never stops on a non-200 answer:
 those are counted and sampled. HTTP goes through bench/measure/evaluate.py's `post` (key from
 ONEPASS_API_KEY) and its `_progress` bar.

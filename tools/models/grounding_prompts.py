@@ -100,10 +100,15 @@ def box_text(item: dict, conv, resized_size) -> str:
 
 def edge_of(messages: list) -> str:
     """The edge a read asks, from its words: the engine's calls reach the recorder in their own
-    order, not EDGE_FIELDS' (zipping the two mislabelled about one scene in seven)."""
-    text = str(messages[-1]["content"])
+    order, not EDGE_FIELDS' (zipping the two mislabelled 32 of 166 present scenes)."""
+    return edge_named(str(messages[-1]["content"]))
+
+
+def edge_named(text: str) -> str:
+    """The edge the first "the <edge> edge" in `text` names: the question's, not one the
+    target's description may name later."""
     found = {text.find(f"the {edge} edge"): edge for edge in EDGE_FIELDS}
-    return found[min(at for at in found if at >= 0)]  # the first: the question's, not the target's
+    return found[min(at for at in found if at >= 0)]
 
 
 def examples(svc: Service, rec: Recorder, item: dict, image_url: str) -> list[tuple]:

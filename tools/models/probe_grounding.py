@@ -23,6 +23,7 @@ sys.path.insert(0, str(HERE))
 import build_grounding  # noqa: E402
 import build_vlm  # noqa: E402
 import train_grounding  # noqa: E402
+from grounding_prompts import EDGE_FIELDS, edge_named  # noqa: E402
 
 
 def main(argv=None) -> int:
@@ -52,8 +53,7 @@ def main(argv=None) -> int:
         for seq, pixels, pmask, _, kind, _ in data.pool:
             if kind != "edge" or sum(asked.values()) >= args.n:
                 continue
-            edge = next(e for e in ("left", "top", "right", "bottom")
-                        if f"the {e} edge" in tok.decode(seq))
+            edge = edge_named(tok.decode(seq))
             with torch.no_grad():
                 hidden = model.model(input_ids=torch.tensor([seq[:-1]]),
                                      pixel_values=pixels[None],
@@ -63,7 +63,7 @@ def main(argv=None) -> int:
             asked[edge] += 1
             right[edge] += int(probs.argmax()) == int(tok.decode(seq[-1]))
         data.pool = []
-    for edge in ("left", "top", "right", "bottom"):
+    for edge in EDGE_FIELDS:
         if asked[edge]:
             print(f"{edge:6} right band {right[edge]:3} of {asked[edge]:3}")
     total = sum(asked.values())
