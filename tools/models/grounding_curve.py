@@ -3,8 +3,10 @@ mean loss per example kind against step, log scale, drawn with Pillow."""
 import math
 from pathlib import Path
 
-COLOURS = {"present": (200, 40, 40), "edge": (40, 140, 40), "box": (40, 80, 220),
-           "aux": (150, 60, 180)}
+COLOURS = {"present": ((200, 40, 40), "red"), "edge": ((40, 140, 40), "green"),
+           "box": ((40, 80, 220), "blue"), "aux": ((150, 60, 180), "purple"),
+           "asked": ((230, 140, 20), "orange")}
+MARKS = {"edges_open": "edges", "crowd": "crowd"}  # the gate's columns: a mark at each stage
 
 
 def draw(tsv: Path, png: Path, kinds: tuple) -> None:
@@ -13,7 +15,8 @@ def draw(tsv: Path, png: Path, kinds: tuple) -> None:
     lines = tsv.read_text().splitlines()
     header, rows = lines[0].split("\t"), [line.split("\t") for line in lines[1:]]
     steps = [int(r[0]) for r in rows]
-    series = {k: [float(r[2 + i]) for r in rows] for i, k in enumerate(kinds)}
+    kinds = [k for k in kinds if k in header]  # older curves lack later kinds
+    series = {k: [float(r[header.index(k)]) for r in rows] for k in kinds}
     width, height, margin = 640, 360, 60
     image = Image.new("RGB", (width + 2 * margin, height + 2 * margin), "white")
     pen = ImageDraw.Draw(image)
@@ -37,18 +40,21 @@ def draw(tsv: Path, png: Path, kinds: tuple) -> None:
         for x in range(margin, margin + width, 12):
             pen.line([x, y, x + 6, y], fill=(120, 120, 120))
         pen.text((margin + width + 4, y - 6), "ln 10", fill=(120, 120, 120))
-    if "edges_open" in header:  # the gate: a mark where each edge was added
-        at = header.index("edges_open")
+    for column, word in MARKS.items():  # the gate: a mark where each stage began
+        if column not in header:
+            continue
+        at = header.index(column)
         for before, row in zip(rows, rows[1:]):
             if row[at] != before[at]:
                 x = point(int(row[0]), 1)[0]
                 pen.line([x, margin, x, margin + height], fill=(190, 190, 190))
-                pen.text((x + 3, margin + 4), f"{row[at]} edges", fill=(120, 120, 120))
+                pen.text((x + 3, margin + 4 + 12 * (word == "crowd")), f"{row[at]} {word}",
+                         fill=(120, 120, 120))
     for k, vs in series.items():
         pts = [point(s, v) for s, v in zip(steps, vs) if v == v]
-        pen.line(pts, fill=COLOURS[k], width=2)
+        pen.line(pts, fill=COLOURS[k][0], width=2)
     pen.text((margin, 20), "train_grounding.py: mean cross-entropy per example kind (log scale) "
               "against step", fill="black")
     pen.text((margin, margin + height + 8), f"0 .. {max(steps)} steps;  " + "  ".join(
-        f"{k}: {'red green blue purple'.split()[i]}" for i, k in enumerate(kinds)), fill="black")
+        f"{k}: {COLOURS[k][1]}" for k in kinds), fill="black")
     image.save(png)

@@ -25,25 +25,45 @@ SIZES = ("small", "large")
 # head outputs: colour (none + 5), shape (none + 5), size (none + 2), then 4 edges x 2 digits
 GROUPS = ((1 + len(COLOURS)),) + ((1 + len(SHAPES)),) + ((1 + len(SIZES)),) + (10,) * 8
 WIDTH = sum(GROUPS)
+ASKED = (2, 10)  # asked_targets: the target's tokens (no, yes), the asked edge's tenth
 IGNORE = -100
 
 
-def cell_targets(item: dict, side: int = CELLS * CELL) -> list[list[int]]:
-    """One row of len(GROUPS) class indices per image token, in reading order."""
+def cell_owners(item: dict, side: int = CELLS * CELL) -> list:
+    """Per image token, in reading order, the index of the object covering most of its cell, or
+    None."""
     width, height = item["width"], item["height"]
     sx, sy = side / width, side / height  # the processor stretches the image to side x side
-    rows = []
+    owners = []
     for cy in range(CELLS):
         for cx in range(CELLS):
             best, best_area = None, 0.0
-            for obj in item["objects"]:
+            for k, obj in enumerate(item["objects"]):
                 l, t, r, b = (v * s for v, s in zip(obj["px"], (sx, sy, sx, sy)))
                 area = (max(0.0, min(r, cx * CELL + CELL) - max(l, cx * CELL))
                         * max(0.0, min(b, cy * CELL + CELL) - max(t, cy * CELL)))
                 if area > best_area:
-                    best, best_area = obj, area
-            rows.append(_row(best, width, height))
-    return rows
+                    best, best_area = k, area
+            owners.append(best)
+    return owners
+
+
+def cell_targets(item: dict) -> list[list[int]]:
+    """One row of len(GROUPS) class indices per image token, in reading order."""
+    return [_row(None if k is None else item["objects"][k], item["width"], item["height"])
+            for k in cell_owners(item)]
+
+
+def asked_targets(item: dict, edge: str | None) -> list[list[int]]:
+    """Per image token, what the question asks of it (ASKED): is its object the question's
+    target (0/1), and, when an edge is asked, that edge's tenth on the target's tokens
+    (IGNORE elsewhere). Learnt a layer before the answer, where the image tokens have read the
+    question above them (a question-first layout) but the answer has not read them yet."""
+    target = item["target"] if item["present"] else None
+    tenth = None if edge is None or target is None else min(9, int(item["box"][edge] * 10))
+    return [[int(k is not None and k == target),
+             tenth if (tenth is not None and k == target) else IGNORE]
+            for k in cell_owners(item)]
 
 
 def _row(obj: dict | None, width: int, height: int) -> list[int]:
@@ -58,15 +78,16 @@ def _row(obj: dict | None, width: int, height: int) -> list[int]:
             1 + SIZES.index(obj["size"])] + digits
 
 
-def loss(head, image_states, targets):
+def loss(head, image_states, targets, groups=GROUPS):
     """The groups' cross-entropies summed (each group at full weight: a probe that averaged
     them, the edges at a tenth of the weight, never left the plateau): image_states
-    (B, tokens, D), targets (B, tokens, len(GROUPS)) long."""
+    (B, tokens, D), targets (B, tokens, len(groups)) long."""
     import torch.nn.functional as F
     logits, total, start = head(image_states), 0.0, 0
-    for g, n in enumerate(GROUPS):
-        part = logits[..., start:start + n].reshape(-1, n)
-        total = total + F.cross_entropy(part, targets[..., g].reshape(-1), ignore_index=IGNORE)
+    for g, n in enumerate(groups):
+        part, want = logits[..., start:start + n].reshape(-1, n), targets[..., g].reshape(-1)
+        if bool((want != IGNORE).any()):  # a batch may ask no edge: no NaN for an empty group
+            total = total + F.cross_entropy(part, want, ignore_index=IGNORE)
         start += n
     return total
 

@@ -2,11 +2,12 @@
 examples: a look inside a run (tools/models/train_grounding.py) without serving it.
 
 Usage: .venv/bin/python tools/models/probe_grounding.py WEIGHTS [--progress 1.0] [--open 4]
-       [--n 60] [--scene-seed 5000]
+       [--n 60] [--scene-seed 5000] [--profile idefics3-tiny] [--start probe]
 WEIGHTS: a weights.safetensors train_grounding.py shipped (or saved mid-run). --progress picks
 the curriculum's clock (train_grounding.SCHEDULE): 0.0 asks lone targets' edges in one line,
 1.0 asks them in onepass's own prompts over full scenes; --open how many edges are asked (the
-gate: 1 is the left edge only, 4 all). Prints, per edge, how many
+gate: 1 is the left edge only, 4 all); --profile and --start as the run was trained (--start
+onepass: onepass's own prompts at every progress, lone targets at 0). Prints, per edge, how many
 of its examples got the right band as the top of the ten labels, and whether the ten
 probabilities differ between examples at all (a run on the plateau gives every example the same).
 Scenes from --scene-seed (not the training seeds 1000/2000, nor the eval seed 0).
@@ -34,6 +35,8 @@ def main(argv=None) -> int:
                         "4 all (train_grounding.GATE opens them in turn)")
     parser.add_argument("--n", type=int, default=60, help="edge reads asked in all")
     parser.add_argument("--scene-seed", type=int, default=5000)
+    parser.add_argument("--profile", default="idefics3-tiny", help="whose prompts: as trained")
+    parser.add_argument("--start", choices=("probe", "onepass"), default="probe")
     parser.add_argument("--tokenizer", default=str(Path.home() / ".cache/onepass/models/"
                                                    f"{build_vlm.TOKENIZER_NAME}"))
     args = parser.parse_args(argv)
@@ -44,13 +47,13 @@ def main(argv=None) -> int:
     model = build_grounding.new_model(tok)
     build_grounding.apply(model, load_file(args.weights))
     model.eval()
-    data = train_grounding.Examples(files, "idefics3-tiny", args.scene_seed, 0)
-    data.progress, data.open = args.progress, args.open
+    data = train_grounding.Examples(files, args.profile, args.scene_seed, 0)
+    data.progress, data.open, data.rewords = args.progress, args.open, args.start == "probe"
     digits = [tok.encode(str(d), add_special_tokens=False)[0] for d in range(10)]
     asked, right, seen = Counter(), Counter(), set()
     while sum(asked.values()) < args.n:
         data.scene()
-        for seq, pixels, pmask, _, kind, _ in data.pool:
+        for seq, pixels, pmask, _, kind, *_ in data.pool:
             if kind != "edge" or sum(asked.values()) >= args.n:
                 continue
             edge = edge_named(tok.decode(seq))

@@ -3,7 +3,8 @@ the synthetic scenes (bench/data/box_scenes.py), so box questions can be measure
 that sees.
 
 Usage: .venv/bin/python tools/models/train_grounding.py [--steps 1500] [--batch 16]
-         [--profile idefics3-tiny] [--seed 0] [--scene-seed 1000] [--ship DIR]
+         [--profile idefics3-tiny] [--start probe|onepass|plain] [--init DIR] [--seed 0]
+         [--scene-seed 1000] [--ship DIR]
 Writes DIR (default models/idefics3-grounding/): weights.safetensors (what build_grounding.py
 builds the model from), curve.tsv (the training curve) and digests.json (the built model's
 sha256, which the build then requires).
@@ -13,12 +14,13 @@ four edge reads (at random) and the box generation, exactly as onepass lays them
 profile, with the right label or JSON as target. Training scenes use --scene-seed (the eval set
 is seed 0, so no eval scene is trained on). The loss is cross-entropy on the target tokens only,
 over the whole vocabulary (label reads and the box's log-probs are read from the full
-distribution), plus the dense targets of grounding_targets.py on the image tokens; a curriculum
-(GATE, then SCHEDULE) starts on lone targets' edges asked in one line and ends on onepass's own
-prompts over full scenes. Deterministic for a seed on one machine; another CPU may round
+distribution), plus the dense targets of grounding_targets.py on the image tokens (what lies under each, and
+a layer before the answer, ASKED_LAYER, whether it is the question's target and where its asked
+edge is); a curriculum (grounding_curriculum.py: a gate, then a clock) starts on lone targets'
+edges and ends on onepass's own prompts over full scenes. Deterministic for a seed on one machine; another CPU may round
 differently, so a retrained model gets its own digests.
-Prints a line per --log-every steps (step, seconds, mean loss per example kind, edges open), as
-curve.tsv.
+Prints a line per --log-every steps (step, seconds, mean loss per example kind, edges open,
+objects kept beside the target), as curve.tsv.
 """
 from __future__ import annotations
 
@@ -39,57 +41,15 @@ sys.path.insert(0, str(HERE))
 import build_grounding  # noqa: E402
 import build_vlm  # noqa: E402
 import grounding_curve  # noqa: E402
+from grounding_curriculum import CROWD_MAX, GATE, crowd, probe, share, short  # noqa: E402
 import grounding_prompts  # noqa: E402
 import grounding_targets  # noqa: E402
 import box_scenes  # noqa: E402  (grounding_prompts puts bench/data on the path)
 from model_manifest import sha256  # noqa: E402
 
-KINDS = ("present", "edge", "box", "aux")
+KINDS = ("present", "edge", "box", "aux", "asked")
 AUX_WEIGHT = 1.0  # the dense targets' loss beside the answers' (grounding_targets.py)
-# The curriculum has two parts. First a gate: scenes are asked their left edge only, and the
-# next edge (EDGE_FIELDS order: left, top, right, bottom) is asked too once a --log-every
-# window's mean edge loss is under GATE. The clock (`progress`) stands at 0 until all four are
-# asked; from then on each share holds its first value for the first `hold` of the steps left,
-# then moves linearly to its last value at `until` (`share`).
-#   solo        scenes shown with their target alone (box_scenes.solo)
-#   probe       edge reads asked as one line, "Which tenth holds the left edge?" (`probe`)
-#   short       examples asked with the question's first lines only (`short`)
-#   four_edges  scenes asked every open edge, not one at random
-#   others      scenes that also give their present read and box generation
-# Why (docs/box.md, "A model that sees"): every run that mixed the four edges, the three kinds or
-# onepass's full prompts in from the start sat on a plateau, one answer for every image and edge,
-# for 350 to 5,000 steps; held on lone targets' left edges asked in one line, the edge loss left
-# it by step 150, and lost it again when run 15's clock brought the other edges in at step 300.
-GATE = 1.2  # nats: ln 10 = 2.30 is a uniform guess over the ten bands
-SCHEDULE = {"solo": (1.0, 0.1, 0.8, 0.15),
-            "probe": (1.0, 0.0, 0.5, 0.15), "short": (0.9, 0.0, 0.7, 0.0),
-            "four_edges": (1.0, 0.0, 0.6, 0.15), "others": (0.0, 1.0, 0.5, 0.15)}
-
-
-def share(name: str, progress: float) -> float:
-    """SCHEDULE[name] = (first, last, until, hold): first up to `hold` of the run, then linear
-    to last at `until`."""
-    first, last, until, hold = SCHEDULE[name]
-    return first + (last - first) * min(1.0, max(0.0, progress - hold) / (until - hold))
-
-
-def probe(edge: str) -> list:
-    """The probe's edge question: the image and one line."""
-    return [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text":
-                                         f"Which tenth holds the {edge} edge?"}]}]
-
-
-def short(messages: list, kind: str) -> list:
-    """The user turn's image and the question's first line (two for a box: what to find and the
-    convention's words); the chat template then adds its default system line."""
-    parts = messages[-1]["content"]
-    text = "".join(p["text"] for p in parts if p["type"] == "text")
-    question = text.split("\n\n", 1)[1].split("\n")
-    keep = question[:2] if kind == "box" else question[:1]
-    return [{"role": "user", "content": [p for p in parts if p["type"] != "text"]
-             + [{"type": "text", "text": "\n" + "\n".join(keep)}]}]
-
-
+ASKED_LAYER = 2  # of 3: the asked targets are read here, a layer before the answer
 class Examples:
     """An endless, seeded stream of tokenized examples: (input ids, pixel values, pixel mask,
     number of target tokens, kind, the image tokens' dense targets)."""
@@ -103,12 +63,16 @@ class Examples:
         self.pool, self.used = [], set()
         self.progress = 0.0  # of the clock: the curriculum's shares follow it
         self.open = 1  # edges asked (the gate)
+        self.crowd = None  # --start onepass: other objects kept beside the target (the gate)
+        self.rewords = True  # probe and short may reword onepass's prompts (--start probe)
 
     def scene(self):
         from PIL import Image
         item = box_scenes.make_item(self.scene_seed, self.index, 0)
         self.index += 1
-        if self.rng.random() < share("solo", self.progress):
+        if self.crowd is not None:
+            item = crowd(item, self.crowd, self.rng)
+        elif self.rng.random() < share("solo", self.progress):
             item = box_scenes.solo(item, self.rng)
         image = box_scenes.render(item)
         url = box_scenes.data_url(image)
@@ -121,9 +85,12 @@ class Examples:
         asked = others + (edges if four else self.rng.sample(edges, min(1, len(edges))))
         cells = grounding_targets.cell_targets(item)
         for messages, target, kind in asked:
-            if kind == "edge" and self.rng.random() < share("probe", self.progress):
+            wanted = grounding_targets.asked_targets(
+                item, grounding_prompts.edge_of(messages) if kind == "edge" else None)
+            if self.rewords and kind == "edge" and self.rng.random() < share("probe",
+                                                                              self.progress):
                 messages = probe(grounding_prompts.edge_of(messages))
-            elif self.rng.random() < share("short", self.progress):
+            elif self.rewords and self.rng.random() < share("short", self.progress):
                 messages = short(messages, kind)
             prompt = self.tok.apply_chat_template(messages, tokenize=False,
                                                   add_generation_prompt=True)
@@ -134,7 +101,17 @@ class Examples:
             seq = enc["input_ids"][0].tolist() + target_ids
             self.used.update(seq)
             self.pool.append((seq, enc["pixel_values"][0], enc["pixel_attention_mask"][0],
-                              len(target_ids), kind, cells))
+                              len(target_ids), kind, cells, wanted))
+
+    def widen(self) -> bool:
+        """The gate's next stage: another edge asked, then (crowd) another object kept beside
+        the target; True once everything is in and the clock may start."""
+        if self.open < len(grounding_prompts.EDGE_FIELDS):
+            self.open += 1
+        elif self.crowd is not None and self.crowd < CROWD_MAX:
+            self.crowd += 1
+        return (self.open == len(grounding_prompts.EDGE_FIELDS)
+                and self.crowd in (None, CROWD_MAX))
 
     def batch(self, n: int) -> list:
         while len(self.pool) < 4 * n:
@@ -163,16 +140,17 @@ def collate(batch):
             cols.append(j - 1)  # the hidden state before a token predicts it
             targets.append(seq[j])
     cells = torch.tensor([example[5] for example in batch])
+    wanted = torch.tensor([example[6] for example in batch])
     return (ids, mask, pv, pm, torch.tensor(rows), torch.tensor(cols), torch.tensor(targets),
-            cells)
+            cells, wanted)
 
 
-def losses(model, head, batch):
+def losses(model, heads, batch):
     """Mean cross-entropy over target tokens plus AUX_WEIGHT times the dense targets' loss on
     the image tokens as the language model receives them; and each part (for the curve)."""
     import torch
     import torch.nn.functional as F
-    ids, mask, pv, pm, rows, cols, targets, cells = collate(batch)
+    ids, mask, pv, pm, rows, cols, targets, cells, wanted = collate(batch)
     out = model.model(input_ids=ids, attention_mask=mask, pixel_values=pv,
                       pixel_attention_mask=pm, output_hidden_states=True)
     logits = model.lm_head(out.last_hidden_state[rows, cols])
@@ -181,10 +159,13 @@ def losses(model, head, batch):
                             for _ in range(example[3])])
     per_kind = {k: float(each[kind_of == i].mean().detach()) for i, k in enumerate(KINDS)
                 if bool((kind_of == i).any())}
-    image = out.hidden_states[0][ids == model.config.image_token_id]
-    aux = grounding_targets.loss(head, image.view(len(batch), -1, image.shape[-1]), cells)
-    per_kind["aux"] = float(aux.detach())
-    return each.mean() + AUX_WEIGHT * aux, per_kind
+    where, parts = ids == model.config.image_token_id, []
+    for head, layer, want, groups in ((heads[0], 0, cells, grounding_targets.GROUPS),
+                                      (heads[1], ASKED_LAYER, wanted, grounding_targets.ASKED)):
+        image = out.hidden_states[layer][where].view(len(batch), -1, out.hidden_states[0].shape[-1])
+        parts.append(grounding_targets.loss(head, image, want, groups))
+    per_kind["aux"], per_kind["asked"] = (float(part.detach()) for part in parts)
+    return each.mean() + AUX_WEIGHT * (parts[0] + parts[1]), per_kind
 
 
 def main(argv=None) -> int:
@@ -206,6 +187,10 @@ def main(argv=None) -> int:
                         "(the curriculum and learning rate still follow --steps) and ship then")
     parser.add_argument("--init", default="", help="start from the weights another run shipped "
                         "in this directory (its weights.safetensors), not from the seed")
+    parser.add_argument("--start", choices=("probe", "onepass", "plain"), default="probe",
+                        help="the gate's edges asked in one line (probe) or in onepass's own "
+                        "prompts (onepass: no probe or short examples); plain: no gate, every "
+                        "scene asked as onepass serves it (the clock's last shares) throughout")
     parser.add_argument("--tokenizer", default=str(Path.home() / ".cache/onepass/models/"
                                                    f"{build_vlm.TOKENIZER_NAME}"))
     parser.add_argument("--png", default="", help="also draw the curve here (--steps 0: only "
@@ -233,27 +218,32 @@ def main(argv=None) -> int:
             model.model.vision_model.embeddings.position_embedding.weight)
     model.train()
     # the dense targets' head: trained beside the model, never shipped
-    head = torch.nn.Linear(model.config.text_config.hidden_size, grounding_targets.WIDTH)
+    heads = [torch.nn.Linear(model.config.text_config.hidden_size, width)
+             for width in (grounding_targets.WIDTH, sum(grounding_targets.ASKED))]
     embed = model.get_input_embeddings().weight
     seen_rows = torch.zeros(embed.shape[0], dtype=torch.bool)
     # rows of tokens no prompt has used stay at their seeded values: the repo ships only the
     # used rows (build_grounding.py), so nothing else may move them
     embed.register_hook(lambda g: g * seen_rows[:, None].to(g.dtype))
-    rest = [p for p in model.parameters() if p is not embed] + list(head.parameters())
+    rest = [p for p in model.parameters() if p is not embed] + [p for head in heads for p in head.parameters()]
     opt = torch.optim.AdamW([{"params": rest, "weight_decay": 0.01},
                              {"params": [embed], "weight_decay": 0.0}], lr=args.lr)
     warm = max(1, args.steps // 100)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / warm) * 0.5 * (
         1 + math.cos(math.pi * min(1.0, s / args.steps))))
     curve = open(ship / "curve.tsv", "w")
-    curve.write("step\tseconds\t" + "\t".join(KINDS) + "\tedges_open\n")
+    curve.write("step\tseconds\t" + "\t".join(KINDS) + "\tedges_open\tcrowd\n")
     started, seen = time.time(), {k: [] for k in KINDS}
-    last, opened = args.stop_after or args.steps, None  # opened: the step the gate opened
+    plain, data.rewords = args.start == "plain", args.start == "probe"
+    data.crowd = 0 if args.start == "onepass" else None
+    last, opened = args.stop_after or args.steps, 0 if plain else None  # the gate opened
+    data.open = len(grounding_prompts.EDGE_FIELDS) if plain else data.open
     for step in range(1, last + 1):
-        data.progress = 0.0 if opened is None else (step - opened) / (args.steps - opened)
+        data.progress = (1.0 if plain else 0.0 if opened is None
+                         else (step - opened) / (args.steps - opened))
         batch = data.batch(args.batch)
         seen_rows[torch.tensor(sorted(data.used))] = True
-        loss, per_kind = losses(model, head, batch)
+        loss, per_kind = losses(model, heads, batch)
         opt.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
@@ -264,13 +254,12 @@ def main(argv=None) -> int:
         if step % args.log_every == 0 or step == last:
             means = [sum(v) / len(v) if v else float("nan") for v in seen.values()]
             line = (f"{step}\t{time.time() - started:.0f}\t" + "\t".join(f"{m:.4f}" for m in means)
-                    + f"\t{data.open}")
+                    + f"\t{data.open}\t{data.crowd}")
             print(line, flush=True)
             curve.write(line + "\n")
             curve.flush()
             if opened is None and means[KINDS.index("edge")] < GATE:
-                data.open += 1
-                opened = step if data.open == len(grounding_prompts.EDGE_FIELDS) else None
+                opened = step if data.widen() else None
             seen = {k: [] for k in KINDS}
         if step % args.save_every == 0:  # a look at it served while training goes on
             save_file(build_grounding.delta(model, data.used), ship / "weights.safetensors")

@@ -1,5 +1,5 @@
-"""Stdlib-only tests of the grounding model's pure parts: the curriculum's solo scenes
-(bench/data/box_scenes.py solo), the dense per-token targets (tools/models/grounding_targets.py
+"""Stdlib-only tests of the grounding model's pure parts: the curriculum's solo and crowded
+scenes (bench/data/box_scenes.py solo, tools/models/grounding_curriculum.py crowd), the dense per-token targets (tools/models/grounding_targets.py
 cell_targets) and reading written numbers through every convention (bench/measure/
 box_conventions.py compare).
 Run: python3 -S -m unittest tests.unit.bench.test_box_grounding
@@ -14,6 +14,7 @@ sys.path[:0] = [str(ROOT / "bench" / d) for d in ("data", "lib", "measure")]
 sys.path.insert(0, str(ROOT / "tools" / "models"))
 import box_conventions  # noqa: E402
 import box_scenes  # noqa: E402
+import grounding_curriculum  # noqa: E402
 import grounding_prompts  # noqa: E402
 import grounding_targets as gt  # noqa: E402
 from onepass.kinds import box  # noqa: E402
@@ -62,6 +63,25 @@ class SoloTest(unittest.TestCase):
             self.assertEqual(box_scenes.resolve(solo["expression"], solo["objects"]), [0])
             self.assertTrue(solo["instructions"].startswith("the "))
 
+    def test_a_crowd_keeps_the_target_its_words_pick_out_and_so_many_others(self):
+        rng, kept_relation, shrunk = random.Random(0), 0, 0
+        for i in range(60):
+            item = box_scenes.make_item(3, i, 0)
+            for others in range(grounding_curriculum.CROWD_MAX + 1):
+                out = grounding_curriculum.crowd(item, others, rng)
+                if not item["present"] or others >= len(item["objects"]) - 1:
+                    self.assertIs(out, item)
+                    continue
+                self.assertLessEqual(len(out["objects"]), others + 1)
+                self.assertEqual(out["objects"][out["target"]], item["objects"][item["target"]])
+                self.assertEqual(out["box"], item["box"])
+                self.assertEqual(box_scenes.resolve(out["expression"], out["objects"]),
+                                 [out["target"]])
+                shrunk += 1
+                kept_relation += others > 0 and "relation" in out["expression"]
+        self.assertGreater(shrunk, 40)
+        self.assertGreater(kept_relation, 0)  # an anchor can be kept, not always lone
+
 
 class CellTargetsTest(unittest.TestCase):
     def test_a_known_square(self):
@@ -98,6 +118,25 @@ class CellTargetsTest(unittest.TestCase):
             self.assertLessEqual(len(named), len(item["objects"]))
             self.assertGreaterEqual(len(named), 1)
 
+
+    def test_the_asked_targets_mark_the_target_and_its_asked_edge(self):
+        """The target's cells are 1 and carry the asked edge's tenth; a distractor's cells and
+        empty cells are 0 with the tenth ignored; an absent target marks no cell."""
+        target = {"colour": "blue", "shape": "square", "size": "large", "px": [64, 32, 128, 96]}
+        other = {"colour": "red", "shape": "circle", "size": "small", "px": [0, 160, 30, 190]}
+        item = {"width": 256, "height": 192, "objects": [other, target], "target": 1,
+                "present": True, "box": {"left": 0.25, "top": 32 / 192, "right": 0.5,
+                                         "bottom": 0.5}}
+        for edge, tenth in (("left", 2), ("top", 1), ("right", 5), ("bottom", 5)):
+            rows = gt.asked_targets(item, edge)
+            self.assertEqual([k for k, r in enumerate(rows) if r[0]], [1, 5])
+            self.assertEqual({tuple(rows[k]) for k in (1, 5)}, {(1, tenth)})
+            self.assertEqual(rows[12], [0, gt.IGNORE])  # the distractor's cell
+            self.assertEqual(rows[0], [0, gt.IGNORE])
+        self.assertEqual({tuple(r[1:]) for r in gt.asked_targets(item, None)}, {(gt.IGNORE,)})
+        absent = {**item, "target": None, "present": False, "box": None}
+        self.assertEqual({tuple(r) for r in gt.asked_targets(absent, "left")}, {(0, gt.IGNORE)})
+        self.assertEqual(len(gt.ASKED), len(rows[0]))
 
 class ConventionsTest(unittest.TestCase):
     def test_the_right_convention_keeps_a_box_and_wrong_ones_lose_it(self):

@@ -1,0 +1,83 @@
+"""The grounding model's curriculum (tools/models/train_grounding.py): which scenes, edges and
+wordings it is shown as it learns, and the gate that widens them.
+
+Why (docs/box.md, "A model that sees"): every run that mixed the four edges, the three kinds,
+full scenes or onepass's full prompts in from the start sat on a plateau, one answer for every
+image and edge, for 350 to 5,000 steps; held on lone targets' left edges, the edge loss left it
+within 150 steps, and each widening the gate made was learnt in a few hundred more. Where it
+was widened by the clock instead (a fixed schedule), the edges were lost again (runs 15, 17, 19).
+"""
+from __future__ import annotations
+
+import random
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench" / "data"))
+import box_scenes  # noqa: E402
+
+# The curriculum has two parts (three with --start onepass). First a gate: scenes are asked their left edge only, and the
+# next edge (EDGE_FIELDS order: left, top, right, bottom) is asked too once a --log-every
+# window's mean edge loss is under GATE. The clock (`progress`) stands at 0 until all four are
+# asked; from then on each share holds its first value for the first `hold` of the steps left,
+# then moves linearly to its last value at `until` (`share`).
+#   solo        scenes shown with their target alone (box_scenes.solo)
+#   probe       edge reads asked as one line, "Which tenth holds the left edge?" (`probe`)
+#   short       examples asked with the question's first lines only (`short`)
+#   four_edges  scenes asked every open edge, not one at random
+#   others      scenes that also give their present read and box generation
+# With --start onepass the edges are asked in onepass's own prompts (no probe or short), and
+# once all four are open the gate goes on over the scenes: each stage keeps one more of the
+# scene's other objects beside the target (`crowd`), up to CROWD_MAX (the scenes' most), before
+# the clock starts.
+GATE = 1.2  # nats: ln 10 = 2.30 is a uniform guess over the ten bands
+SCHEDULE = {"solo": (1.0, 0.1, 0.8, 0.15),
+            "probe": (1.0, 0.0, 0.5, 0.15), "short": (0.9, 0.0, 0.7, 0.0),
+            "four_edges": (1.0, 0.0, 0.6, 0.15), "others": (0.0, 1.0, 0.5, 0.15)}
+
+
+def share(name: str, progress: float) -> float:
+    """SCHEDULE[name] = (first, last, until, hold): first up to `hold` of the run, then linear
+    to last at `until`."""
+    first, last, until, hold = SCHEDULE[name]
+    return first + (last - first) * min(1.0, max(0.0, progress - hold) / (until - hold))
+
+
+def probe(edge: str) -> list:
+    """The probe's edge question: the image and one line."""
+    return [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text":
+                                         f"Which tenth holds the {edge} edge?"}]}]
+
+
+def short(messages: list, kind: str) -> list:
+    """The user turn's image and the question's first line (two for a box: what to find and the
+    convention's words); the chat template then adds its default system line."""
+    parts = messages[-1]["content"]
+    text = "".join(p["text"] for p in parts if p["type"] == "text")
+    # the block that is not the record: after it, or before it in a question-first layout
+    question = next(b for b in text.split("\n\n") if not b.startswith("Record:")).split("\n")
+    keep = question[:2] if kind == "box" else question[:1]
+    return [{"role": "user", "content": [p for p in parts if p["type"] != "text"]
+             + [{"type": "text", "text": "\n" + "\n".join(keep)}]}]
+
+
+CROWD_MAX = 4  # box_scenes.sample_scene: at most five objects, the target and four others
+
+
+def crowd(item: dict, others: int, rng: random.Random) -> dict:
+    """The item with at most `others` of its other objects beside the target, chosen at random
+    so that the item's words still pick out the target alone (a relation keeps its anchor);
+    lone (box_scenes.solo) if no such choice is found in a few tries. Absent items, and items
+    with no more than `others` others, are returned unchanged."""
+    objects, target = item["objects"], item["target"]
+    if not item["present"] or others >= len(objects) - 1:
+        return item
+    if others == 0:
+        return box_scenes.solo(item, rng)
+    rest = [k for k in range(len(objects)) if k != target]
+    for _ in range(8):
+        keep = sorted([target] + rng.sample(rest, others))
+        kept = [objects[k] for k in keep]
+        if box_scenes.resolve(item["expression"], kept) == [keep.index(target)]:
+            return {**item, "objects": kept, "target": keep.index(target)}
+    return box_scenes.solo(item, rng)
