@@ -16,11 +16,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench" / "data"))
 import box_scenes  # noqa: E402
 
-# The curriculum has two parts (three with --start onepass). First a gate: scenes are asked their left edge only, and the
-# next edge (EDGE_FIELDS order: left, top, right, bottom) is asked too once a --log-every
-# window's mean edge loss is under GATE. The clock (`progress`) stands at 0 until all four are
-# asked; from then on each share holds its first value for the first `hold` of the steps left,
-# then moves linearly to its last value at `until` (`share`).
+# The curriculum has two parts (three with --start onepass). First a gate: scenes are asked
+# their left edge only, and the next edge (EDGE_FIELDS order: left, top, right, bottom) is
+# asked too once a --log-every window's mean edge loss is under GATE. The clock (`progress`)
+# stands at 0 until all four are asked; from then on each share holds its first value for the
+# first `hold` of the steps left, then moves linearly to its last value at `until` (`share`).
 #   solo        scenes shown with their target alone (box_scenes.solo)
 #   probe       edge reads asked as one line, "Which tenth holds the left edge?" (`probe`)
 #   short       examples asked with the question's first lines only (`short`)

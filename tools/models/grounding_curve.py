@@ -40,7 +40,7 @@ def draw(tsv: Path, png: Path, kinds: tuple) -> None:
         for x in range(margin, margin + width, 12):
             pen.line([x, y, x + 6, y], fill=(120, 120, 120))
         pen.text((margin + width + 4, y - 6), "ln 10", fill=(120, 120, 120))
-    for column, word in MARKS.items():  # the gate: a mark where each stage began
+    for line, (column, word) in enumerate(MARKS.items()):  # the gate: where each stage began
         if column not in header:
             continue
         at = header.index(column)
@@ -48,7 +48,7 @@ def draw(tsv: Path, png: Path, kinds: tuple) -> None:
             if row[at] != before[at]:
                 x = point(int(row[0]), 1)[0]
                 pen.line([x, margin, x, margin + height], fill=(190, 190, 190))
-                pen.text((x + 3, margin + 4 + 12 * (word == "crowd")), f"{row[at]} {word}",
+                pen.text((x + 3, margin + 4 + 12 * line), f"{row[at]} {word}",
                          fill=(120, 120, 120))
     for k, vs in series.items():
         pts = [point(s, v) for s, v in zip(steps, vs) if v == v]

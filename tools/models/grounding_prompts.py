@@ -31,6 +31,8 @@ from onepass.kinds import box_geometry  # noqa: E402
 from onepass.kinds.base import MAX_LEVELS  # noqa: E402
 from onepass.server import ADAPTERS, Service  # noqa: E402
 
+from grounding_targets import band  # noqa: E402  (tools/models, this file's folder)
+
 EDGE_FIELDS = ("left", "top", "right", "bottom")
 
 
@@ -70,11 +72,6 @@ def service(profile: str, tokenizer) -> tuple[Service, Recorder]:
     labels = probes.verified_labels(svc.engine, svc.profile)
     svc.start(probes.Facts(labels, svc.profile.max_model_len, False, ""))
     return svc, rec
-
-
-def band(fraction: float, levels: int) -> int:
-    """The band (0..levels-1) of `levels` equal bands across the image that holds `fraction`."""
-    return min(levels - 1, max(0, int(fraction * levels)))
 
 
 def box_text(item: dict, conv, resized_size) -> str:

@@ -60,10 +60,15 @@ def asked_targets(item: dict, edge: str | None) -> list[list[int]]:
     (IGNORE elsewhere). Learnt a layer before the answer, where the image tokens have read the
     question above them (a question-first layout) but the answer has not read them yet."""
     target = item["target"] if item["present"] else None
-    tenth = None if edge is None or target is None else min(9, int(item["box"][edge] * 10))
+    tenth = None if edge is None or target is None else band(item["box"][edge], ASKED[1])
     return [[int(k is not None and k == target),
              tenth if (tenth is not None and k == target) else IGNORE]
             for k in cell_owners(item)]
+
+
+def band(fraction: float, levels: int) -> int:
+    """The band (0..levels-1) of `levels` equal bands across the image that holds `fraction`."""
+    return min(levels - 1, max(0, int(fraction * levels)))
 
 
 def _row(obj: dict | None, width: int, height: int) -> list[int]:

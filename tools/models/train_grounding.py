@@ -14,11 +14,11 @@ four edge reads (at random) and the box generation, exactly as onepass lays them
 profile, with the right label or JSON as target. Training scenes use --scene-seed (the eval set
 is seed 0, so no eval scene is trained on). The loss is cross-entropy on the target tokens only,
 over the whole vocabulary (label reads and the box's log-probs are read from the full
-distribution), plus the dense targets of grounding_targets.py on the image tokens (what lies under each, and
-a layer before the answer, ASKED_LAYER, whether it is the question's target and where its asked
-edge is); a curriculum (grounding_curriculum.py: a gate, then a clock) starts on lone targets'
-edges and ends on onepass's own prompts over full scenes. Deterministic for a seed on one machine; another CPU may round
-differently, so a retrained model gets its own digests.
+distribution), plus the dense targets of grounding_targets.py on the image tokens (what lies
+under each, and a layer before the answer, ASKED_LAYER, whether it is the question's target and
+where its asked edge is); a curriculum (grounding_curriculum.py: a gate, then a clock) starts on
+lone targets' edges and ends on onepass's own prompts over full scenes. Deterministic for a
+seed on one machine; another CPU may round differently, so a retrained model gets its own digests.
 Prints a line per --log-every steps (step, seconds, mean loss per example kind, edges open,
 objects kept beside the target), as curve.tsv.
 """
@@ -50,9 +50,11 @@ from model_manifest import sha256  # noqa: E402
 KINDS = ("present", "edge", "box", "aux", "asked")
 AUX_WEIGHT = 1.0  # the dense targets' loss beside the answers' (grounding_targets.py)
 ASKED_LAYER = 2  # of 3: the asked targets are read here, a layer before the answer
+
+
 class Examples:
     """An endless, seeded stream of tokenized examples: (input ids, pixel values, pixel mask,
-    number of target tokens, kind, the image tokens' dense targets)."""
+    number of target tokens, kind, the image tokens' dense targets, their asked targets)."""
 
     def __init__(self, model_dir: Path, profile: str, scene_seed: int, seed: int):
         from transformers import AutoProcessor, AutoTokenizer
@@ -85,11 +87,10 @@ class Examples:
         asked = others + (edges if four else self.rng.sample(edges, min(1, len(edges))))
         cells = grounding_targets.cell_targets(item)
         for messages, target, kind in asked:
-            wanted = grounding_targets.asked_targets(
-                item, grounding_prompts.edge_of(messages) if kind == "edge" else None)
-            if self.rewords and kind == "edge" and self.rng.random() < share("probe",
-                                                                              self.progress):
-                messages = probe(grounding_prompts.edge_of(messages))
+            edge = grounding_prompts.edge_of(messages) if kind == "edge" else None
+            wanted = grounding_targets.asked_targets(item, edge)
+            if self.rewords and edge and self.rng.random() < share("probe", self.progress):
+                messages = probe(edge)
             elif self.rewords and self.rng.random() < share("short", self.progress):
                 messages = short(messages, kind)
             prompt = self.tok.apply_chat_template(messages, tokenize=False,
@@ -162,8 +163,9 @@ def losses(model, heads, batch):
     where, parts = ids == model.config.image_token_id, []
     for head, layer, want, groups in ((heads[0], 0, cells, grounding_targets.GROUPS),
                                       (heads[1], ASKED_LAYER, wanted, grounding_targets.ASKED)):
-        image = out.hidden_states[layer][where].view(len(batch), -1, out.hidden_states[0].shape[-1])
-        parts.append(grounding_targets.loss(head, image, want, groups))
+        image = out.hidden_states[layer][where]
+        parts.append(grounding_targets.loss(head, image.view(len(batch), -1, image.shape[-1]),
+                                            want, groups))
     per_kind["aux"], per_kind["asked"] = (float(part.detach()) for part in parts)
     return each.mean() + AUX_WEIGHT * (parts[0] + parts[1]), per_kind
 
@@ -225,7 +227,8 @@ def main(argv=None) -> int:
     # rows of tokens no prompt has used stay at their seeded values: the repo ships only the
     # used rows (build_grounding.py), so nothing else may move them
     embed.register_hook(lambda g: g * seen_rows[:, None].to(g.dtype))
-    rest = [p for p in model.parameters() if p is not embed] + [p for head in heads for p in head.parameters()]
+    rest = ([p for p in model.parameters() if p is not embed]
+            + [p for head in heads for p in head.parameters()])
     opt = torch.optim.AdamW([{"params": rest, "weight_decay": 0.01},
                              {"params": [embed], "weight_decay": 0.0}], lr=args.lr)
     warm = max(1, args.steps // 100)

@@ -1,7 +1,7 @@
 """Stdlib-only tests of the grounding model's pure parts: the curriculum's solo and crowded
-scenes (bench/data/box_scenes.py solo, tools/models/grounding_curriculum.py crowd), the dense per-token targets (tools/models/grounding_targets.py
-cell_targets) and reading written numbers through every convention (bench/measure/
-box_conventions.py compare).
+scenes (bench/data/box_scenes.py solo, tools/models/grounding_curriculum.py crowd), the dense
+per-token targets (tools/models/grounding_targets.py cell_targets, asked_targets) and reading
+written numbers through every convention (bench/measure/box_conventions.py compare).
 Run: python3 -S -m unittest tests.unit.bench.test_box_grounding
 """
 import random
@@ -118,7 +118,6 @@ class CellTargetsTest(unittest.TestCase):
             self.assertLessEqual(len(named), len(item["objects"]))
             self.assertGreaterEqual(len(named), 1)
 
-
     def test_the_asked_targets_mark_the_target_and_its_asked_edge(self):
         """The target's cells are 1 and carry the asked edge's tenth; a distractor's cells and
         empty cells are 0 with the tenth ignored; an absent target marks no cell."""
@@ -137,6 +136,7 @@ class CellTargetsTest(unittest.TestCase):
         absent = {**item, "target": None, "present": False, "box": None}
         self.assertEqual({tuple(r) for r in gt.asked_targets(absent, "left")}, {(0, gt.IGNORE)})
         self.assertEqual(len(gt.ASKED), len(rows[0]))
+
 
 class ConventionsTest(unittest.TestCase):
     def test_the_right_convention_keeps_a_box_and_wrong_ones_lose_it(self):
