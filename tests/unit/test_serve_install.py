@@ -181,7 +181,7 @@ class ModelsLock(unittest.TestCase):
         profiles = json.loads((ROOT / "serve_config.json").read_text())["profiles"]
         for profile in profiles.values():
             self.assertIn(profile.get("embedded", ""),
-                          {"", "idefics3-tiny", *build_model.MODELS})
+                          {"", "idefics3-tiny", "idefics3-grounding", *build_model.MODELS})
 
 
 if __name__ == "__main__":

@@ -35,7 +35,7 @@ IMAGE_SEQ_LEN = (SIDE // PATCH) ** 2 // build_vlm.SCALE ** 2  # 16
 # Sized for training on 2 CPU cores in under an hour.
 VISION = dict(hidden_size=96, intermediate_size=192, num_hidden_layers=3, num_attention_heads=3,
               image_size=SIDE, patch_size=PATCH)
-TEXT = dict(build_vlm.TEXT, hidden_size=192, intermediate_size=384, num_hidden_layers=3,
+TEXT = dict(build_vlm.TEXT, hidden_size=192, intermediate_size=384, num_hidden_layers=4,
             num_attention_heads=3, num_key_value_heads=1, head_dim=64)
 EMBED = "model.text_model.embed_tokens.weight"
 EXPECTED = json.loads((SHIPPED / "digests.json").read_text()) if (

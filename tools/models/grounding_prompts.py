@@ -110,7 +110,7 @@ def edge_named(text: str) -> str:
 
 def examples(svc: Service, rec: Recorder, item: dict, image_url: str) -> list[tuple]:
     """The scene's examples: (messages, target text, kind), as onepass asks them."""
-    body = {"model": "jev-latest", "state": {"photo": image_url},
+    body = {"model": svc.profile.model_name, "state": {"photo": image_url},
             "questions": {"q": {"type": "box", "instructions": item["instructions"],
                                 "box": {"mode": "hybrid"}}}}
     rec.bodies.clear()

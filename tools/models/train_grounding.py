@@ -41,7 +41,7 @@ sys.path.insert(0, str(HERE))
 import build_grounding  # noqa: E402
 import build_vlm  # noqa: E402
 import grounding_curve  # noqa: E402
-from grounding_curriculum import CROWD_MAX, GATE, crowd, probe, share, short  # noqa: E402
+from grounding_curriculum import CROWD_STAGES, GATE, crowd, probe, share, short  # noqa: E402
 import grounding_prompts  # noqa: E402
 import grounding_targets  # noqa: E402
 import box_scenes  # noqa: E402  (grounding_prompts puts bench/data on the path)
@@ -49,7 +49,7 @@ from model_manifest import sha256  # noqa: E402
 
 KINDS = ("present", "edge", "box", "aux", "asked")
 AUX_WEIGHT = 1.0  # the dense targets' loss beside the answers' (grounding_targets.py)
-ASKED_LAYER = 2  # of 3: the asked targets are read here, a layer before the answer
+ASKED_LAYER = 2  # of 4: the asked targets are read here, two layers before the answer
 
 
 class Examples:
@@ -109,10 +109,10 @@ class Examples:
         the target; True once everything is in and the clock may start."""
         if self.open < len(grounding_prompts.EDGE_FIELDS):
             self.open += 1
-        elif self.crowd is not None and self.crowd < CROWD_MAX:
+        elif self.crowd is not None and self.crowd < len(CROWD_STAGES) - 1:
             self.crowd += 1
         return (self.open == len(grounding_prompts.EDGE_FIELDS)
-                and self.crowd in (None, CROWD_MAX))
+                and self.crowd in (None, len(CROWD_STAGES) - 1))
 
     def batch(self, n: int) -> list:
         while len(self.pool) < 4 * n:
@@ -186,7 +186,8 @@ def main(argv=None) -> int:
     parser.add_argument("--ship", default=str(build_grounding.SHIPPED),
                         help="where the weights (and the curve, digests) are written")
     parser.add_argument("--stop-after", type=int, default=0, help="stop after this many steps "
-                        "(the curriculum and learning rate still follow --steps) and ship then")
+                        "(the curriculum and learning rate still follow --steps) and ship then; "
+                        "or touch SHIP/stop to end after the current step")
     parser.add_argument("--init", default="", help="start from the weights another run shipped "
                         "in this directory (its weights.safetensors), not from the seed")
     parser.add_argument("--start", choices=("probe", "onepass", "plain"), default="probe",
@@ -207,6 +208,7 @@ def main(argv=None) -> int:
     torch.manual_seed(args.seed)
     torch.set_num_threads(args.threads)
     ship.mkdir(parents=True, exist_ok=True)
+    (ship / "stop").unlink(missing_ok=True)  # an earlier run's
     files = Path(tempfile.mkdtemp(prefix="grounding-"))  # tokenizer, processor, then the build
     tok = build_grounding.prepare(files, Path(args.tokenizer))
     data = Examples(files, args.profile, args.scene_seed, args.seed)
@@ -266,6 +268,9 @@ def main(argv=None) -> int:
             seen = {k: [] for k in KINDS}
         if step % args.save_every == 0:  # a look at it served while training goes on
             save_file(build_grounding.delta(model, data.used), ship / "weights.safetensors")
+        if (ship / "stop").exists():  # asked to end here and ship what it has (the budget)
+            last = step
+            break
     save_file(build_grounding.delta(model, data.used), ship / "weights.safetensors")
     # the digests of the model build_grounding.py makes from what was just shipped
     model = build_grounding.new_model(tok)

@@ -64,24 +64,31 @@ class SoloTest(unittest.TestCase):
             self.assertTrue(solo["instructions"].startswith("the "))
 
     def test_a_crowd_keeps_the_target_its_words_pick_out_and_so_many_others(self):
-        rng, kept_relation, shrunk = random.Random(0), 0, 0
+        rng, kept_relation, shrunk, unlike = random.Random(0), 0, 0, 0
         for i in range(60):
             item = box_scenes.make_item(3, i, 0)
-            for others in range(grounding_curriculum.CROWD_MAX + 1):
-                out = grounding_curriculum.crowd(item, others, rng)
-                if not item["present"] or others >= len(item["objects"]) - 1:
+            for stage, (others, distinct) in enumerate(grounding_curriculum.CROWD_STAGES):
+                out = grounding_curriculum.crowd(item, stage, rng)
+                if not item["present"] or (others >= len(item["objects"]) - 1
+                                           and not distinct):
                     self.assertIs(out, item)
                     continue
                 self.assertLessEqual(len(out["objects"]), others + 1)
-                self.assertEqual(out["objects"][out["target"]], item["objects"][item["target"]])
+                target = out["objects"][out["target"]]
+                self.assertEqual(target, item["objects"][item["target"]])
                 self.assertEqual(out["box"], item["box"])
                 self.assertEqual(box_scenes.resolve(out["expression"], out["objects"]),
                                  [out["target"]])
+                rest = [o for k, o in enumerate(out["objects"]) if k != out["target"]]
+                if distinct:  # the first crowded stage: only others unlike it in both
+                    self.assertTrue(all(o["colour"] != target["colour"]
+                                        and o["shape"] != target["shape"] for o in rest))
+                    unlike += len(rest)
                 shrunk += 1
                 kept_relation += others > 0 and "relation" in out["expression"]
         self.assertGreater(shrunk, 40)
+        self.assertGreater(unlike, 10)  # the unlike stage does keep another object, not just solo
         self.assertGreater(kept_relation, 0)  # an anchor can be kept, not always lone
-
 
 class CellTargetsTest(unittest.TestCase):
     def test_a_known_square(self):
