@@ -2,7 +2,7 @@
 examples: a look inside a run (tools/models/train_grounding.py) without serving it.
 
 Usage: .venv/bin/python tools/models/probe_grounding.py WEIGHTS [--progress 1.0] [--open 4]
-       [--n 60] [--scene-seed 5000] [--profile idefics3-tiny] [--start probe]
+       [--n 60] [--scene-seed 5000] [--profile idefics3-tiny] [--start probe] [--crowd N]
 WEIGHTS: a weights.safetensors train_grounding.py shipped (or saved mid-run). --progress picks
 the curriculum's clock (train_grounding.SCHEDULE): 0.0 asks lone targets' edges in one line,
 1.0 asks them in onepass's own prompts over full scenes; --open how many edges are asked (the
@@ -37,6 +37,8 @@ def main(argv=None) -> int:
     parser.add_argument("--scene-seed", type=int, default=5000)
     parser.add_argument("--profile", default="idefics3-tiny", help="whose prompts: as trained")
     parser.add_argument("--start", choices=("probe", "onepass"), default="probe")
+    parser.add_argument("--crowd", type=int, default=None, help="scenes as the crowd gate's "
+                        "stage N shows them (grounding_curriculum.CROWD_STAGES), not --progress's")
     parser.add_argument("--tokenizer", default=str(Path.home() / ".cache/onepass/models/"
                                                    f"{build_vlm.TOKENIZER_NAME}"))
     args = parser.parse_args(argv)
@@ -49,6 +51,7 @@ def main(argv=None) -> int:
     model.eval()
     data = train_grounding.Examples(files, args.profile, args.scene_seed, 0)
     data.progress, data.open, data.rewords = args.progress, args.open, args.start == "probe"
+    data.crowd = args.crowd
     digits = [tok.encode(str(d), add_special_tokens=False)[0] for d in range(10)]
     asked, right, seen = Counter(), Counter(), set()
     while sum(asked.values()) < args.n:
