@@ -112,10 +112,11 @@ setup() {
           "$CACHE/models/smollm2-135m-instruct" | tail -n 1) || exit 10
         case "$embedded" in  # both borrow the SmolLM2 tokenizer just built
           idefics3-tiny) MODEL=$(export HF_HUB_OFFLINE=1; run "$PY" \
-            "$ROOT/tools/models/build_vlm.py" "$CACHE/models/idefics3-tiny" | tail -n 1) || exit 10 ;;
+            "$ROOT/tools/models/build_vlm.py" "$CACHE/models/idefics3-tiny" \
+            | tail -n 1) || exit 10 ;;
           idefics3-grounding) MODEL=$(export HF_HUB_OFFLINE=1; run "$PY" \
             "$ROOT/tools/models/build_grounding.py" "$CACHE/models/idefics3-grounding" \
-            | tail -n 1) || exit 10 ;;  # refuses until trained weights ship (docs/box.md)
+            | tail -n 1) || exit 10 ;;  # from models/idefics3-grounding/ (docs/box.md)
         esac ;;
       *) setup_models "$embedded"
         MODEL=$(export HF_HUB_OFFLINE=1; run "$PY" "$ROOT/tools/models/build_model.py" \

@@ -90,6 +90,7 @@ class SoloTest(unittest.TestCase):
         self.assertGreater(unlike, 10)  # the unlike stage does keep another object, not just solo
         self.assertGreater(kept_relation, 0)  # an anchor can be kept, not always lone
 
+
 class CellTargetsTest(unittest.TestCase):
     def test_a_known_square(self):
         """A 256 x 192 image (stretched to the 128 x 128 view): a square at px [64, 32, 128, 96)
