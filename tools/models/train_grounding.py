@@ -20,7 +20,7 @@ where its asked edge is); a curriculum (grounding_curriculum.py: a gate, then a 
 lone targets' edges and ends on onepass's own prompts over full scenes. Deterministic for a
 seed on one machine; another CPU may round differently, so a retrained model gets its own digests.
 Prints a line per --log-every steps (step, seconds, mean loss per example kind, edges open,
-objects kept beside the target), as curve.tsv.
+the crowd stage: an index into grounding_curriculum.CROWD_STAGES), as curve.tsv.
 """
 from __future__ import annotations
 
@@ -65,7 +65,7 @@ class Examples:
         self.pool, self.used = [], set()
         self.progress = 0.0  # of the clock: the curriculum's shares follow it
         self.open = 1  # edges asked (the gate)
-        self.crowd = None  # --start onepass: other objects kept beside the target (the gate)
+        self.crowd = None  # --start onepass: the gate's crowd stage (CROWD_STAGES index)
         self.rewords = True  # probe and short may reword onepass's prompts (--start probe)
 
     def scene(self):
@@ -105,8 +105,8 @@ class Examples:
                               len(target_ids), kind, cells, wanted))
 
     def widen(self) -> bool:
-        """The gate's next stage: another edge asked, then (crowd) another object kept beside
-        the target; True once everything is in and the clock may start."""
+        """The gate's next stage: another edge asked, then the next crowd stage (more of the
+        scene's other objects); True once everything is in and the clock may start."""
         if self.open < len(grounding_prompts.EDGE_FIELDS):
             self.open += 1
         elif self.crowd is not None and self.crowd < len(CROWD_STAGES) - 1:
