@@ -67,4 +67,6 @@ fi
 echo "test.sh: coverage of onepass/ by the stdlib tests"
 "$PY" -m coverage report --skip-covered --sort=cover | tail -n 15
 echo "test.sh: live tests against a real vLLM"
-"$PY" -m pytest "${LIVE[@]}" -v -p no:cacheprovider "$@"
+# --durations: the slowest tests and fixtures (vLLM starts) named in the log, to keep test.sh
+# under its 30 minutes on a slower CPU.
+"$PY" -m pytest "${LIVE[@]}" -v -p no:cacheprovider --durations=30 "$@"

@@ -4,10 +4,11 @@ that sees.
 
 Usage: .venv/bin/python tools/models/train_grounding.py [--steps 1500] [--batch 16]
          [--profile idefics3-tiny] [--start probe|onepass|plain] [--init DIR] [--seed 0]
-         [--scene-seed 1000] [--ship DIR]
+         [--gate-at STAGE] [--heads-first N] [--scene-seed 1000] [--ship DIR]
 Writes DIR (default models/idefics3-grounding/): weights.safetensors (what build_grounding.py
-builds the model from), curve.tsv (the training curve) and digests.json (the built model's
-sha256, which the build then requires).
+builds the model from), curve.tsv (the training curve), digests.json (the built model's
+sha256, which the build then requires) and heads.safetensors (the dense targets' heads, for
+the next run's --init; never served).
 The architecture and processor are build_grounding.py's (Idefics3, as build_vlm.py: vLLM 0.32
 CPU serves it). Examples come from tools/models/grounding_prompts.py: the present read, one of the
 four edge reads (at random) and the box generation, exactly as onepass lays them out for the
@@ -50,6 +51,7 @@ from model_manifest import sha256  # noqa: E402
 KINDS = ("present", "edge", "box", "aux", "asked")
 AUX_WEIGHT = 1.0  # the dense targets' loss beside the answers' (grounding_targets.py)
 ASKED_LAYER = 2  # of 4: the asked targets are read here, two layers before the answer
+HEADS = "heads.safetensors"  # the dense targets' heads (grounding_targets.head_tensors)
 
 
 class Examples:
@@ -190,6 +192,12 @@ def main(argv=None) -> int:
                         "or touch SHIP/stop to end after the current step")
     parser.add_argument("--init", default="", help="start from the weights another run shipped "
                         "in this directory (its weights.safetensors), not from the seed")
+    parser.add_argument("--gate-at", type=int, default=0, help="with --init and --start "
+                        "onepass: begin with every edge open at this crowd stage (an index "
+                        "into CROWD_STAGES: where the run it goes on from stood)")
+    parser.add_argument("--heads-first", type=int, default=0, help="with --init from a run "
+                        "that shipped no heads: this many steps train the dense targets' heads "
+                        "alone, so their first (random) gradients never reach the trained model")
     parser.add_argument("--start", choices=("probe", "onepass", "plain"), default="probe",
                         help="the gate's edges asked in one line (probe) or in onepass's own "
                         "prompts (onepass: no probe or short examples); plain: no gate, every "
@@ -199,6 +207,10 @@ def main(argv=None) -> int:
     parser.add_argument("--png", default="", help="also draw the curve here (--steps 0: only "
                         "draw the curve already in --ship)")
     args = parser.parse_args(argv)
+    if args.gate_at and not (args.init and args.start == "onepass"):
+        parser.error("--gate-at goes on from a run: it needs --init and --start onepass")
+    if not 0 <= args.gate_at < len(CROWD_STAGES):
+        parser.error(f"--gate-at: a crowd stage from 0 to {len(CROWD_STAGES) - 1}")
     ship = Path(args.ship)
     if args.steps == 0:
         grounding_curve.draw(ship / "curve.tsv", Path(args.png), KINDS)
@@ -221,9 +233,12 @@ def main(argv=None) -> int:
         grounding_targets.sincos_positions(
             model.model.vision_model.embeddings.position_embedding.weight)
     model.train()
-    # the dense targets' head: trained beside the model, never shipped
+    # the dense targets' heads: trained beside the model, never served (a run ships them for
+    # the next one's --init)
     heads = [torch.nn.Linear(model.config.text_config.hidden_size, width)
              for width in (grounding_targets.WIDTH, sum(grounding_targets.ASKED))]
+    if args.init and (Path(args.init) / HEADS).exists():
+        grounding_targets.load_heads(heads, load_file(Path(args.init) / HEADS))
     embed = model.get_input_embeddings().weight
     seen_rows = torch.zeros(embed.shape[0], dtype=torch.bool)
     # rows of tokens no prompt has used stay at their seeded values: the repo ships only the
@@ -240,9 +255,9 @@ def main(argv=None) -> int:
     curve.write("step\tseconds\t" + "\t".join(KINDS) + "\tedges_open\tcrowd\n")
     started, seen = time.time(), {k: [] for k in KINDS}
     plain, data.rewords = args.start == "plain", args.start == "probe"
-    data.crowd = 0 if args.start == "onepass" else None
+    data.crowd = args.gate_at if args.start == "onepass" else None
     last, opened = args.stop_after or args.steps, 0 if plain else None  # the gate opened
-    data.open = len(grounding_prompts.EDGE_FIELDS) if plain else data.open
+    data.open = len(grounding_prompts.EDGE_FIELDS) if plain or args.gate_at else data.open
     for step in range(1, last + 1):
         data.progress = (1.0 if plain else 0.0 if opened is None
                          else (step - opened) / (args.steps - opened))
@@ -251,6 +266,9 @@ def main(argv=None) -> int:
         loss, per_kind = losses(model, heads, batch)
         opt.zero_grad()
         loss.backward()
+        if step <= args.heads_first:  # AdamW leaves a parameter without a gradient as it is
+            for p in model.parameters():
+                p.grad = None
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         sched.step()
@@ -268,10 +286,12 @@ def main(argv=None) -> int:
             seen = {k: [] for k in KINDS}
         if step % args.save_every == 0:  # a look at it served while training goes on
             save_file(build_grounding.delta(model, data.used), ship / "weights.safetensors")
+            save_file(grounding_targets.head_tensors(heads), ship / HEADS)
         if (ship / "stop").exists():  # asked to end here and ship what it has (the budget)
             last = step
             break
     save_file(build_grounding.delta(model, data.used), ship / "weights.safetensors")
+    save_file(grounding_targets.head_tensors(heads), ship / HEADS)
     # the digests of the model build_grounding.py makes from what was just shipped
     model = build_grounding.new_model(tok)
     build_grounding.apply(model, load_file(ship / "weights.safetensors"))
