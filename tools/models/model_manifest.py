@@ -5,7 +5,8 @@ Owns: hashing a file, checking a finished build against its SHA256SUMS manifest 
 recorded in the repo, the fresh `.partial` directory a build writes into and the sibling
 tokenizer the random-weight builds borrow, and publishing a build (check, write the manifest,
 rename into place).
-A finished build is recognised by its manifest and checked, never rebuilt.
+A finished build is recognised by its manifest and checked, never rebuilt, unless the digests
+recorded in the repo have changed since (then it is built again).
 """
 import hashlib
 import os
@@ -25,17 +26,23 @@ def sha256(path: Path) -> str:
 
 
 def verify(out: Path, expected: dict, tool: str) -> bool:
-    """True when OUT holds a finished build whose files match its manifest; exits on damage."""
+    """True when OUT holds a finished build whose files match its manifest; exits on damage.
+    An intact build of other recorded digests (a grounding checkpoint shipped since it was
+    built) is removed, and False returned, so that it is built again."""
     manifest = out / MANIFEST
     if not manifest.exists():
         return False
-    for line in manifest.read_text().splitlines():
-        digest, name = line.split(None, 1)
-        if expected.get(name, digest) != digest:
-            sys.exit(f"{tool}: {manifest} records {name} as {digest}, not {expected[name]}")
+    recorded = dict(reversed(line.split(None, 1)) for line in manifest.read_text().splitlines())
+    for name, digest in recorded.items():
         if sha256(out / name) != digest:
             sys.exit(f"{tool}: {out / name} does not match its recorded sha256; "
                      f"delete {out} to rebuild")
+    stale = [name for name, digest in recorded.items() if expected.get(name, digest) != digest]
+    if stale:
+        print(f"{tool}: {out} was built from other weights ({', '.join(stale)}); rebuilding",
+              file=sys.stderr)
+        shutil.rmtree(out)
+        return False
     return True
 
 
