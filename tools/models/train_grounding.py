@@ -257,6 +257,10 @@ def main(argv=None) -> int:
     plain, data.rewords = args.start == "plain", args.start == "probe"
     data.crowd = args.gate_at if args.start == "onepass" else None
     last, opened = args.stop_after or args.steps, 0 if plain else None  # the gate opened
+
+    def checkpoint():  # what --init goes on from: the shipped delta and the dense heads
+        save_file(build_grounding.delta(model, data.used), ship / "weights.safetensors")
+        save_file(grounding_targets.head_tensors(heads), ship / HEADS)
     data.open = len(grounding_prompts.EDGE_FIELDS) if plain or args.gate_at else data.open
     for step in range(1, last + 1):
         data.progress = (1.0 if plain else 0.0 if opened is None
@@ -285,13 +289,11 @@ def main(argv=None) -> int:
                 opened = step if data.widen() else None
             seen = {k: [] for k in KINDS}
         if step % args.save_every == 0:  # a look at it served while training goes on
-            save_file(build_grounding.delta(model, data.used), ship / "weights.safetensors")
-            save_file(grounding_targets.head_tensors(heads), ship / HEADS)
+            checkpoint()
         if (ship / "stop").exists():  # asked to end here and ship what it has (the budget)
             last = step
             break
-    save_file(build_grounding.delta(model, data.used), ship / "weights.safetensors")
-    save_file(grounding_targets.head_tensors(heads), ship / HEADS)
+    checkpoint()
     # the digests of the model build_grounding.py makes from what was just shipped
     model = build_grounding.new_model(tok)
     build_grounding.apply(model, load_file(ship / "weights.safetensors"))
