@@ -9,8 +9,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))  # onepass/, tests/support/ and the scripts from the checkout
-from tests.support.live_stack import (CPU_ARGS, SMOLLM2, VLLM_TEST_ARGS,  # noqa: E402
-                                      serve_stack, shipped_dtype, start_vllm, stop_stack)
+from tests.support.live_stack import (CPU_ARGS, SMOLLM2, VISION_PROFILE,  # noqa: E402
+                                      VLLM_TEST_ARGS, serve_stack, shipped_dtype, start_vllm,
+                                      stop_stack)
 
 
 def pytest_configure(config):
@@ -51,10 +52,10 @@ def shipped(stack, tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def vision_stack(tmp_path_factory):
-    """serve.sh with the tiny random-weight vision model (profile idefics3-tiny): the image path
-    end to end. Its answers are noise; the tests check plumbing, never accuracy."""
+    """serve.sh with the vision profile (VISION_PROFILE: the small Idefics3 trained on the box
+    scenes): the image path end to end, and box answers that can be scored."""
     log_dir = tmp_path_factory.mktemp("vision-logs")
-    s = serve_stack(log_dir, {"ONEPASS_PROFILE": "idefics3-tiny"})
+    s = serve_stack(log_dir, {"ONEPASS_PROFILE": VISION_PROFILE})
     s.log_dir = log_dir
     yield s
     stop_stack(s)

@@ -1,7 +1,7 @@
 """A box data set made from code: rendered scenes of simple shapes, one referring expression each.
 
 Usage: .venv/bin/python bench/data/box_scenes.py [--n 400] [--seed 0]
-       [--out /tmp/onepass_box_scenes] [--png]
+       [--out /tmp/onepass_box_scenes] [--png] [--solo]
 Owns: sampling scenes (2-5 shapes of five kinds and five colours, small or large, with at least
 one distractor sharing the target's shape or colour), the referring expression and its check
 that it picks out exactly the target (`resolve`), the true box in fractions of the image, the
@@ -217,6 +217,12 @@ def solo(item: dict, rng: random.Random) -> dict:
             "instructions": describe(expr)}
 
 
+def lone(seed: int, index: int, n: int) -> dict:
+    """Item `index` of the --solo set: make_item's, its target alone (absent items as they are)."""
+    item = solo(make_item(seed, index, n), random.Random(f"box-solo:{seed}:{index}"))
+    return {**item, "id": item["id"] + "-solo", "solo": True}
+
+
 def split_of(index: int) -> str:
     return "fit" if index % 2 == 0 else "eval"
 
@@ -258,6 +264,12 @@ def data_url(image) -> str:
     return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode()
 
 
+def command(item: dict) -> str:
+    """The command that wrote the set `item` came from."""
+    return (f"bench/data/box_scenes.py --seed {item.get('seed')} --n {item.get('n')}"
+            + (" --solo" if item.get("solo") else ""))
+
+
 def load(path) -> list:
     """Items from a box_scenes.jsonl (a directory means its box_scenes.jsonl)."""
     path = Path(path)
@@ -273,6 +285,9 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default=DEFAULT_OUT, help="directory for box_scenes.jsonl")
     parser.add_argument("--png", action="store_true", help="also write OUT/png/<id>.png")
+    parser.add_argument("--solo", action="store_true", help="each present item's target alone "
+                        "(`solo`, ids ending -solo): what a model that cannot yet pick the named "
+                        "object out of a crowd is measured on")
     args = parser.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -281,14 +296,14 @@ def main(argv=None) -> int:
     absent = 0
     with (out / "box_scenes.jsonl").open("w", encoding="utf-8") as f:
         for i in range(args.n):
-            item = make_item(args.seed, i, args.n)
+            item = lone(args.seed, i, args.n) if args.solo else make_item(args.seed, i, args.n)
             image = render(item)
             if args.png:
                 image.save(out / "png" / f"{item['id']}.png")
             absent += not item["present"]
             f.write(json.dumps({**item, "image": data_url(image)}) + "\n")
     print(f"wrote {args.n} items ({absent} absent) to {out / 'box_scenes.jsonl'}"
-          f"  [bench/data/box_scenes.py --seed {args.seed} --n {args.n}]")
+          f"  [{command({'seed': args.seed, 'n': args.n, 'solo': args.solo})}]")
     return 0
 
 

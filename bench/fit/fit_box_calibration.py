@@ -34,20 +34,20 @@ def box_settings(config: dict, profile: str) -> dict | None:
 
 
 def records_and_source(args) -> tuple:
-    """(records, split, seed, n) from --from-json, or measured now on the fit split."""
+    """(records, split, the data's command) from --from-json, or measured now on the fit
+    split."""
     if args.from_json:
         doc = json.loads(Path(args.from_json).read_text(encoding="utf-8"))
         scenes = doc.get("scenes") or {}
         if doc.get("split") != "fit":
             print(f"warning: {args.from_json} holds the {doc.get('split')!r} split, not 'fit'")
-        return doc["records"], doc.get("split"), scenes.get("seed"), scenes.get("n")
+        return doc["records"], doc.get("split"), box_scenes.command(scenes)
     items = box_scenes.select(box_scenes.load(args.data), "fit", args.limit)
     result = box_eval.run(args.url, items, args.mode, args.concurrency, args.model, args.extra,
                           "fit")
     for what, count in result["errors"].items():
         print(f"fit: {what}: {count}")
-    first = items[0] if items else {}
-    return result["records"], "fit", first.get("seed"), first.get("n")
+    return result["records"], "fit", box_scenes.command(items[0] if items else {})
 
 
 def confidence_data(records: list) -> tuple:
@@ -146,7 +146,7 @@ def main(argv=None) -> int:
     t_current = float(settings.get("present_temperature", 1.0))
     a0, b0 = (float(settings.get("confidence", {}).get(k, d)) for k, d in (("a", 1.0), ("b", 0.0)))
 
-    records, split, seed, n_data = records_and_source(args)
+    records, split, data = records_and_source(args)
     xs, hits, conf_before = confidence_data(records)
     a, b, note = bm.fit_logistic(xs, hits)
     if not xs:  # nothing to fit: keep the profile's map rather than reset it
@@ -173,7 +173,7 @@ def main(argv=None) -> int:
 
     answered = sum(1 for r in records if r.get("found") is not None)
     fitted = {"by": "bench/fit/fit_box_calibration.py", "n": answered, "split": split,
-              "data": f"bench/data/box_scenes.py --seed {seed} --n {n_data}",
+              "data": data,
               "date": datetime.datetime.now(datetime.timezone.utc).date().isoformat()}
     if args.write and not answered:
         print("nothing was answered: not writing")

@@ -173,7 +173,9 @@ def main(argv=None) -> int:
         first = items[0] if items else {}
         doc = {"command": command, "url": args.url, "data": args.data, "split": args.split,
                "mode": args.mode, "limit": args.limit, "extra": args.extra,
-               "scenes": {"seed": first.get("seed"), "n": first.get("n")}, "summary": summ,
+               "scenes": {"seed": first.get("seed"), "n": first.get("n"),
+                          "solo": bool(first.get("solo")), "command": box_scenes.command(first)},
+               "summary": summ,
                "errors": result["errors"], "error_samples": result["error_samples"],
                "records": result["records"]}
         Path(args.json).write_text(json.dumps(doc, indent=2, ensure_ascii=False) + "\n",

@@ -1,13 +1,11 @@
-"""Box questions end to end on the real stack: serve.sh with the tiny random-weight Idefics3
-(profile idefics3-tiny) on vLLM CPU, the generation constrained by vLLM's structured outputs
-(xgrammar), the present and edge reads through the vision path.
+"""Box questions end to end on the real stack: serve.sh with the vision profile (VISION_PROFILE:
+a small Idefics3 trained here on the box scenes) on vLLM CPU, the generation constrained by
+vLLM's structured outputs (xgrammar), the present and edge reads through the vision path.
 
-The model's weights are random, so these tests check plumbing and invariants, never accuracy:
-every image form gives the same answer, every mode answers in range, what the model wrote is
-converted by the profile's convention, refusals are 4xx in the contract's shape, nothing of an
-image or a box reaches a log. This model writes boxes whose last three numbers are equal (zero
-area, so `found: false`) or null: a found generated box is covered by the unit tests
-(tests/unit/kinds/test_box.py), a found box here comes from the edges.
+These tests check plumbing and invariants: every image form gives the same answer, every mode
+answers in range, what the model wrote is converted by the profile's convention, refusals are
+4xx in the contract's shape, nothing of an image or a box reaches a log. How good the boxes are
+is test_box_grounding_live.py's.
 """
 import base64
 import json
@@ -17,24 +15,24 @@ from http.server import ThreadingHTTPServer
 
 from tests.support.image_requests import RED, Images, multipart, url
 from tests.support.json_http import request
-from tests.support.live_stack import ROOT, free_port, start_shim, wait_health
+from tests.support.live_stack import ROOT, VISION_PROFILE, free_port, start_shim, wait_health
 
 from onepass.backend.warmup import png
 from onepass.kinds import box_geometry
 from onepass.profile import load_profile
 
-sys.path.insert(0, str(ROOT / "bench" / "measure"))
+sys.path[:0] = [str(ROOT / "bench" / d) for d in ("data", "measure")]
+import box_scenes  # noqa: E402
 import determinism  # noqa: E402
 
 CONVENTION = box_geometry.convention(load_profile(
-    str(ROOT / "serve_config.json"), "idefics3-tiny")[1].vision.box["convention"])
+    str(ROOT / "serve_config.json"), VISION_PROFILE)[1].vision.box["convention"])
 KEYS = {"type", "box", "confidence", "present", "found", "x_box_mode", "x_box_logprob",
         "x_box_raw"}
 FIND = {"type": "box", "instructions": "the red square in `photo`"}
-# Images and wordings seen to make this model write numbers (not null) on 2026-12-01.
-VARIANTS = [((30, 90, (200, 40, 40)), "the red square"), ((64, 48, (40, 200, 40)), "the green thing"),
-            ((64, 48, (250, 250, 250)), "the white background"), ((30, 90, (0, 128, 128)), "x"),
-            ((64, 48, (255, 255, 0)), "the sun"), ((64, 48, (10, 10, 10)), "a dog")]
+# Eval items of the box scenes' --solo set (each target alone), the kind of image the model
+# was trained to box; the absent ones among them are full scenes.
+SCENES = [box_scenes.lone(0, i, 200) for i in range(1, 13, 2)]
 
 
 def ask(stack, state, questions, path="/v1/systemone", **extra):
@@ -90,9 +88,10 @@ def test_the_profiles_convention_converts_what_the_model_wrote(vision_stack):
     constraint holds on this vLLM) and the answer is box_geometry's conversion of it: found
     exactly when a box is left, and then that box."""
     written = 0
-    for (w, h, rgb), words in VARIANTS:
-        doc = answered(vision_stack, {"photo": url(png(w, h, rgb))},
-                       {"b": {"type": "box", "instructions": words}})
+    for item in SCENES:
+        image = box_scenes.data_url(box_scenes.render(item))
+        doc = answered(vision_stack, {"photo": image},
+                       {"b": {"type": "box", "instructions": item["instructions"]}})
         a = doc["answers"]["b"]
         check_shape(a, "generate")
         raw = a["x_box_raw"]
@@ -101,11 +100,12 @@ def test_the_profiles_convention_converts_what_the_model_wrote(vision_stack):
             continue
         written += 1
         assert len(raw) == 4 and all(type(v) is int and 0 <= v <= CONVENTION.scale for v in raw)
-        expect = box_geometry.to_fractions(raw, CONVENTION, (w, h), (w, h))
+        size = (item["width"], item["height"])
+        expect = box_geometry.to_fractions(raw, CONVENTION, size, size)
         assert a["found"] == (expect is not None), a
         if expect is not None:
             assert tuple(a["box"].values()) == expect
-    assert written >= 1, "the model wrote no box for any variant: the conversion went unchecked"
+    assert written >= 1, "the model wrote no box for any scene: the conversion went unchecked"
 
 
 def test_every_image_form_gives_the_same_box(vision_stack):
@@ -132,7 +132,7 @@ def test_every_image_form_gives_the_same_box(vision_stack):
     port = free_port()
     shim = start_shim(vision_stack.vllm_url, port, {"ONEPASS_IMAGE_LINKS": "all",
                                                     "ONEPASS_IMAGE_LINKS_HTTP": "true"},
-                      ("--profile", "idefics3-tiny"))
+                      ("--profile", VISION_PROFILE))
     try:
         base = f"http://127.0.0.1:{port}"
         wait_health(base, {"ok"})

@@ -1,6 +1,7 @@
-"""Images end to end on the real stack: serve.sh with the tiny random-weight Idefics3 (profile
-idefics3-tiny) on vLLM CPU, every input form through vLLM's chat route and vision tower. The
-model's answers are noise, so the tests check plumbing: an answer moves when the image changes,
+"""Images end to end on the real stack: serve.sh with the vision profile (VISION_PROFILE, a small
+Idefics3 trained only on box scenes) on vLLM CPU, every input form through vLLM's chat route
+and vision tower. These questions are not what the model was trained on, so the tests check
+plumbing: an answer moves when the image changes,
 the same image sent in different forms reads exactly the same, limits are 422s naming the image.
 """
 import base64
@@ -13,8 +14,12 @@ import pytest
 from onepass.backend.warmup import png
 from tests.support.image_requests import BLUE, RED, Images, multipart, url
 from tests.support.json_http import request
-from tests.support.live_stack import ROOT, free_port, start_shim, wait_health
+from tests.support.live_stack import ROOT, VISION_PROFILE, free_port, start_shim, wait_health
 from tests.support.openai_client import client
+
+from onepass.config import load_profile
+
+SERVED = load_profile(str(ROOT / "serve_config.json"), VISION_PROFILE)[1].served_model_name
 
 QUESTIONS = {"colour": {"type": "choice", "instructions": "Which colour is [image 1]?",
                         "criteria": {"red": None, "blue": None, "green": "grass"}},
@@ -144,7 +149,7 @@ def test_links_fetched_by_the_shim_read_like_inline_images(vision_stack):
     port = free_port()
     shim = start_shim(vision_stack.vllm_url, port, {"ONEPASS_IMAGE_LINKS": "all",
                                                     "ONEPASS_IMAGE_LINKS_HTTP": "true"},
-                      ("--profile", "idefics3-tiny"))
+                      ("--profile", VISION_PROFILE))
     try:
         wait_health(f"http://127.0.0.1:{port}", {"ok"})
         base = f"http://127.0.0.1:{port}"
@@ -186,7 +191,7 @@ def test_no_image_or_link_reaches_a_log(vision_stack):
 
 def test_vllm_itself_refuses_to_fetch(vision_stack):
     """vLLM was started so that it cannot fetch: a link sent to it directly is refused."""
-    body = {"model": "idefics3-tiny", "max_tokens": 1, "messages": [{"role": "user", "content": [
+    body = {"model": SERVED, "max_tokens": 1, "messages": [{"role": "user", "content": [
         {"type": "image_url", "image_url": {"url": "http://127.0.0.1:9/a.png"}}]}]}
     status, _, doc = request(vision_stack.vllm_url, "POST", "/v1/chat/completions", body)
     assert status == 400 and "domain" in json.dumps(doc).lower(), doc
@@ -196,11 +201,10 @@ def test_the_profiles_tokens_per_image_bounds_vllms_count(vision_stack):
     """Fitting reserves the profile's tokens_per_image for each image slot; vLLM's own count
     (prompt_tokens_details.multimodal_tokens) for small, large and odd-shaped images stays
     within it."""
-    from onepass.config import load_profile
-    vision = load_profile(str(ROOT / "serve_config.json"), "idefics3-tiny")[1].vision
+    vision = load_profile(str(ROOT / "serve_config.json"), VISION_PROFILE)[1].vision
     seen = []
     for size in ((10, 10), (64, 64), (640, 640), (2000, 100)):
-        body = {"model": "idefics3-tiny", "max_tokens": 1, "messages": [{"role": "user", "content": [
+        body = {"model": SERVED, "max_tokens": 1, "messages": [{"role": "user", "content": [
             {"type": "image_url", "image_url": {"url": url(png(*size, (9, 9, 9)))}}]}]}
         status, _, doc = request(vision_stack.vllm_url, "POST", "/v1/chat/completions", body)
         assert status == 200, doc

@@ -1,7 +1,7 @@
 """The runbooks' smokes against the real stack: bench/measure/runbook_smoke.py sends each harness's
 handful of requests (its shape, headers, timeout, one at a time) and reads the answers the way
 the harness does (docs/runbooks/). Text harnesses on the session's embedded SmolLM2 stack, the
-Box track on the tiny random-weight vision stack (plumbing only: its boxes are noise). Each smoke
+Box track on the vision stack (idefics3-grounding; the smoke checks shapes, not accuracy). Each smoke
 runs in its own standard-library interpreter (-S: no site-packages), as a user would run it."""
 import json
 import subprocess

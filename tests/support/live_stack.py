@@ -24,6 +24,9 @@ SMOLLM2 = CACHE / "models" / "smollm2-135m-instruct"
 VLLM_TEST_ARGS = ("--max-num-batched-tokens", "1024", "--enable-prompt-tokens-details")
 # fp32 on every CPU (serve.sh would pick bf16 where it is native): the live tests compare with
 # stock vLLM and HF fp32 bit for bit or within 1e-4; test_engine_live.py covers bf16.
+# The vision stack's profile: the small Idefics3 trained here to find the box scenes' objects
+# (models/idefics3-grounding, docs/box.md): the image path end to end, and boxes a test can score.
+VISION_PROFILE = "idefics3-grounding"
 CPU_ARGS = ("--dtype", "float32", "--enforce-eager", "--block-size", "32", "--max-model-len",
             "4096")
 

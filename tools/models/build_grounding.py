@@ -11,9 +11,9 @@ manifest, never rebuilt.
 Why the repo ships a delta, not a checkpoint: the tied embedding (SmolLM2's 49k tokens) is
 most of the model, and training touches only the rows of tokens its prompts use. So the repo
 holds every other tensor and those rows (models/idefics3-grounding/weights.safetensors, bf16);
-the rest of the embedding is the seeded initialisation (torch's seeded generator: a rebuild
-here reproduced the trained run's digest; not tried on another CPU). The build is that
-initialisation with the shipped tensors written over it, checked against the recorded digest.
+the rest of the embedding is a seeded fill made to give the same bits on every CPU
+(`portable_normal`). The build is that initialisation with the shipped tensors written over
+it, checked against the recorded digest.
 """
 import json
 import sys
@@ -71,7 +71,28 @@ def new_model(tok):
     torch.manual_seed(SEED)
     model = Idefics3ForConditionalGeneration(config).to(torch.float32)
     model.config.dtype = torch.float32
+    with torch.no_grad():
+        embed = model.get_input_embeddings().weight
+        embed.copy_(portable_normal(embed.shape, config.text_config.initializer_range))
     return model
+
+
+def portable_normal(shape, std: float):
+    """Seeded values of mean 0 and this std, the same bits on every CPU: the embedding rows no
+    prompt trains are this, not torch's normal_, whose float kernel differs between its AVX2
+    and AVX-512 builds (so another CI machine's rebuild would not match the recorded digest).
+    Each value is a sum of four uniform int16 draws (Python's Mersenne Twister) times one
+    float32 scale: integer sums, then one IEEE multiply, never a vectorised log or cos."""
+    import random
+    import torch
+    count = 1
+    for n in shape:
+        count *= n
+    draws = torch.frombuffer(bytearray(random.Random(SEED).randbytes(8 * count)),
+                             dtype=torch.int16).view(count, 4)
+    sums = draws.to(torch.int32).sum(dim=1).to(torch.float32)  # exact: |sum| < 2**18
+    scale = torch.tensor(std / (4 * 2 ** 32 / 12) ** 0.5, dtype=torch.float32)
+    return (sums * scale).view(*shape)
 
 
 def delta(model, used_ids) -> dict:

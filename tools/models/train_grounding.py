@@ -4,7 +4,7 @@ that sees.
 
 Usage: .venv/bin/python tools/models/train_grounding.py [--steps 1500] [--batch 16]
          [--profile idefics3-tiny] [--start probe|onepass|plain] [--init DIR] [--seed 0]
-         [--gate-at STAGE] [--heads-first N] [--scene-seed 1000] [--ship DIR]
+         [--gate-at STAGE | --clock-at STAGE] [--heads-first N] [--scene-seed 1000] [--ship DIR]
 Writes DIR (default models/idefics3-grounding/): weights.safetensors (what build_grounding.py
 builds the model from), curve.tsv (the training curve), digests.json (the built model's
 sha256, which the build then requires) and heads.safetensors (the dense targets' heads, for
@@ -19,7 +19,8 @@ distribution), plus the dense targets of grounding_targets.py on the image token
 under each, and a layer before the answer, ASKED_LAYER, whether it is the question's target and
 where its asked edge is); a curriculum (grounding_curriculum.py: a gate, then a clock) starts on
 lone targets' edges and ends on onepass's own prompts over full scenes. Deterministic for a
-seed on one machine; another CPU may round differently, so a retrained model gets its own digests.
+seed on one machine; another CPU may round differently, so a retrained model gets its own digests
+(the build from shipped weights is the same on every CPU: build_grounding.portable_normal).
 Prints a line per --log-every steps (step, seconds, mean loss per example kind, edges open,
 the crowd stage: an index into grounding_curriculum.CROWD_STAGES), as curve.tsv.
 """
@@ -42,15 +43,13 @@ sys.path.insert(0, str(HERE))
 import build_grounding  # noqa: E402
 import build_vlm  # noqa: E402
 import grounding_curve  # noqa: E402
+from grounding_loss import KINDS, losses  # noqa: E402
 from grounding_curriculum import CROWD_STAGES, GATE, crowd, probe, share, short  # noqa: E402
 import grounding_prompts  # noqa: E402
 import grounding_targets  # noqa: E402
 import box_scenes  # noqa: E402  (grounding_prompts puts bench/data on the path)
 from model_manifest import sha256  # noqa: E402
 
-KINDS = ("present", "edge", "box", "aux", "asked")
-AUX_WEIGHT = 1.0  # the dense targets' loss beside the answers' (grounding_targets.py)
-ASKED_LAYER = 2  # of 4: the asked targets are read here, two layers before the answer
 HEADS = "heads.safetensors"  # the dense targets' heads (grounding_targets.head_tensors)
 
 
@@ -69,6 +68,7 @@ class Examples:
         self.open = 1  # edges asked (the gate)
         self.crowd = None  # --start onepass: the gate's crowd stage (CROWD_STAGES index)
         self.rewords = True  # probe and short may reword onepass's prompts (--start probe)
+        self.only = None  # --only: the example kinds kept (the others are never asked)
 
     def scene(self):
         from PIL import Image
@@ -84,9 +84,10 @@ class Examples:
         asked = grounding_prompts.examples(*self.main, item, url)
         edges = [a for a in asked if a[2] == "edge"][:self.open]  # left first
         four = self.rng.random() < share("four_edges", self.progress)
-        others = [a for a in asked if a[2] != "edge"
-                  and self.rng.random() < share("others", self.progress)]
+        others = [a for a in asked if a[2] != "edge" and (
+            self.only and a[2] in self.only or self.rng.random() < share("others", self.progress))]
         asked = others + (edges if four else self.rng.sample(edges, min(1, len(edges))))
+        asked = [a for a in asked if not self.only or a[2] in self.only]
         cells = grounding_targets.cell_targets(item)
         for messages, target, kind in asked:
             edge = grounding_prompts.edge_of(messages) if kind == "edge" else None
@@ -124,52 +125,15 @@ class Examples:
         return out
 
 
-def collate(batch):
-    import torch
-    longest = max(len(ids) for ids, *_ in batch)
-    tiles = max(pv.shape[0] for _, pv, *_ in batch)
-    ids = torch.full((len(batch), longest), build_vlm.EOS_ID, dtype=torch.long)
-    mask = torch.zeros((len(batch), longest), dtype=torch.long)
-    pv = torch.zeros((len(batch), tiles, *batch[0][1].shape[1:]))
-    pm = torch.zeros((len(batch), tiles, *batch[0][2].shape[1:]), dtype=torch.bool)
-    rows, cols, targets = [], [], []
-    for b, (seq, pixels, pmask, n, *_) in enumerate(batch):
-        ids[b, :len(seq)] = torch.tensor(seq)
-        mask[b, :len(seq)] = 1
-        pv[b, :pixels.shape[0]] = pixels
-        pm[b, :pmask.shape[0]] = pmask
-        for j in range(len(seq) - n, len(seq)):
-            rows.append(b)
-            cols.append(j - 1)  # the hidden state before a token predicts it
-            targets.append(seq[j])
-    cells = torch.tensor([example[5] for example in batch])
-    wanted = torch.tensor([example[6] for example in batch])
-    return (ids, mask, pv, pm, torch.tensor(rows), torch.tensor(cols), torch.tensor(targets),
-            cells, wanted)
-
-
-def losses(model, heads, batch):
-    """Mean cross-entropy over target tokens plus AUX_WEIGHT times the dense targets' loss on
-    the image tokens as the language model receives them; and each part (for the curve)."""
-    import torch
-    import torch.nn.functional as F
-    ids, mask, pv, pm, rows, cols, targets, cells, wanted = collate(batch)
-    out = model.model(input_ids=ids, attention_mask=mask, pixel_values=pv,
-                      pixel_attention_mask=pm, output_hidden_states=True)
-    logits = model.lm_head(out.last_hidden_state[rows, cols])
-    each = F.cross_entropy(logits, targets, reduction="none")
-    kind_of = torch.tensor([KINDS.index(example[4]) for example in batch
-                            for _ in range(example[3])])
-    per_kind = {k: float(each[kind_of == i].mean().detach()) for i, k in enumerate(KINDS)
-                if bool((kind_of == i).any())}
-    where, parts = ids == model.config.image_token_id, []
-    for head, layer, want, groups in ((heads[0], 0, cells, grounding_targets.GROUPS),
-                                      (heads[1], ASKED_LAYER, wanted, grounding_targets.ASKED)):
-        image = out.hidden_states[layer][where]
-        parts.append(grounding_targets.loss(head, image.view(len(batch), -1, image.shape[-1]),
-                                            want, groups))
-    per_kind["aux"], per_kind["asked"] = (float(part.detach()) for part in parts)
-    return each.mean() + AUX_WEIGHT * (parts[0] + parts[1]), per_kind
+def record_digests(ship: Path, files: Path, tok) -> None:
+    """SHIP/digests.json: the sha256 of the model build_grounding.py makes from SHIP's weights
+    (FILES holds the tokenizer and processor; the build is written there too)."""
+    from safetensors.torch import load_file
+    model = build_grounding.new_model(tok)
+    build_grounding.apply(model, load_file(ship / "weights.safetensors"))
+    build_grounding.save(model, files)
+    digests = {name: sha256(files / name) for name in ("model.safetensors", "tokenizer.json")}
+    (ship / "digests.json").write_text(json.dumps(digests, indent=2) + "\n")
 
 
 def main(argv=None) -> int:
@@ -195,6 +159,12 @@ def main(argv=None) -> int:
     parser.add_argument("--gate-at", type=int, default=0, help="with --init and --start "
                         "onepass: begin with every edge open at this crowd stage (an index "
                         "into CROWD_STAGES: where the run it goes on from stood)")
+    parser.add_argument("--clock-at", type=int, default=None, help="with --init and --start "
+                        "onepass: every edge open, the crowd held at this stage, and the clock "
+                        "running from the first step (the present reads and box generations "
+                        "come in before the crowd's last stage)")
+    parser.add_argument("--only", default="", help="comma-separated example kinds (present, "
+                        "edge, box): only these are asked, whatever the clock says")
     parser.add_argument("--heads-first", type=int, default=0, help="with --init from a run "
                         "that shipped no heads: this many steps train the dense targets' heads "
                         "alone, so their first (random) gradients never reach the trained model")
@@ -204,16 +174,27 @@ def main(argv=None) -> int:
                         "scene asked as onepass serves it (the clock's last shares) throughout")
     parser.add_argument("--tokenizer", default=str(Path.home() / ".cache/onepass/models/"
                                                    f"{build_vlm.TOKENIZER_NAME}"))
+    parser.add_argument("--record-digests", action="store_true", help="only write "
+                        "SHIP/digests.json for the weights already there (after a change to "
+                        "build_grounding's initialisation)")
     parser.add_argument("--png", default="", help="also draw the curve here (--steps 0: only "
                         "draw the curve already in --ship)")
     args = parser.parse_args(argv)
-    if args.gate_at and not (args.init and args.start == "onepass"):
-        parser.error("--gate-at goes on from a run: it needs --init and --start onepass")
-    if not 0 <= args.gate_at < len(CROWD_STAGES):
-        parser.error(f"--gate-at: a crowd stage from 0 to {len(CROWD_STAGES) - 1}")
+    for flag, stage, given in (("--gate-at", args.gate_at, args.gate_at != 0),
+                               ("--clock-at", args.clock_at, args.clock_at is not None)):
+        if given and not (args.init and args.start == "onepass"):
+            parser.error(f"{flag} goes on from a run: it needs --init and --start onepass")
+        if given and not 0 <= stage < len(CROWD_STAGES):
+            parser.error(f"{flag}: a crowd stage from 0 to {len(CROWD_STAGES) - 1}")
+    if args.gate_at and args.clock_at is not None:
+        parser.error("--gate-at or --clock-at, not both")
     ship = Path(args.ship)
     if args.steps == 0:
         grounding_curve.draw(ship / "curve.tsv", Path(args.png), KINDS)
+        return 0
+    if args.record_digests:
+        files = Path(tempfile.mkdtemp(prefix="grounding-"))
+        record_digests(ship, files, build_grounding.prepare(files, Path(args.tokenizer)))
         return 0
     import torch
     from safetensors.torch import load_file, save_file
@@ -224,6 +205,7 @@ def main(argv=None) -> int:
     files = Path(tempfile.mkdtemp(prefix="grounding-"))  # tokenizer, processor, then the build
     tok = build_grounding.prepare(files, Path(args.tokenizer))
     data = Examples(files, args.profile, args.scene_seed, args.seed)
+    data.only = set(args.only.split(",")) - {""} or None
     model = build_grounding.new_model(tok)
     if args.init:
         start = load_file(Path(args.init) / "weights.safetensors")
@@ -257,11 +239,14 @@ def main(argv=None) -> int:
     plain, data.rewords = args.start == "plain", args.start == "probe"
     data.crowd = args.gate_at if args.start == "onepass" else None
     last, opened = args.stop_after or args.steps, 0 if plain else None  # the gate opened
+    if args.clock_at is not None:  # the gate stays where it is; the clock runs from step 1
+        data.crowd, opened = args.clock_at, 0
 
     def checkpoint():  # what --init goes on from: the shipped delta and the dense heads
         save_file(build_grounding.delta(model, data.used), ship / "weights.safetensors")
         save_file(grounding_targets.head_tensors(heads), ship / HEADS)
-    data.open = len(grounding_prompts.EDGE_FIELDS) if plain or args.gate_at else data.open
+    data.open = (len(grounding_prompts.EDGE_FIELDS) if plain or args.gate_at
+                 or args.clock_at is not None else data.open)
     for step in range(1, last + 1):
         data.progress = (1.0 if plain else 0.0 if opened is None
                          else (step - opened) / (args.steps - opened))
@@ -294,12 +279,7 @@ def main(argv=None) -> int:
             last = step
             break
     checkpoint()
-    # the digests of the model build_grounding.py makes from what was just shipped
-    model = build_grounding.new_model(tok)
-    build_grounding.apply(model, load_file(ship / "weights.safetensors"))
-    build_grounding.save(model, files)
-    digests = {name: sha256(files / name) for name in ("model.safetensors", "tokenizer.json")}
-    (ship / "digests.json").write_text(json.dumps(digests, indent=2) + "\n")
+    record_digests(ship, files, tok)
     if args.png:
         grounding_curve.draw(ship / "curve.tsv", Path(args.png), KINDS)
     print(f"train_grounding: {last} steps in {time.time() - started:.0f} s; shipped "

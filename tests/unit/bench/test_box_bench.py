@@ -133,6 +133,21 @@ class TestScenes(unittest.TestCase):
         self.assertTrue(all(it["split"] == "fit" for it in fit))
         self.assertEqual(len(box_scenes.select(self.items, "eval", 5)), 5)
 
+    def test_the_solo_set_keeps_each_target_alone_and_says_so(self):
+        for item in self.items:
+            lone = box_scenes.lone(3, item["index"], N_ITEMS)
+            self.assertEqual((lone["id"], lone["box"], lone["present"], lone["split"]),
+                             (item["id"] + "-solo", item["box"], item["present"], item["split"]))
+            if item["present"]:
+                self.assertEqual(lone["objects"], [item["objects"][item["target"]]])
+                self.assertEqual(box_scenes.resolve(lone["expression"], lone["objects"]), [0])
+            else:
+                self.assertEqual(lone["objects"], item["objects"])
+            self.assertEqual(box_scenes.command(lone), f"bench/data/box_scenes.py --seed 3 --n "
+                             f"{N_ITEMS} --solo")
+        self.assertEqual(box_scenes.command(self.items[0]),
+                         f"bench/data/box_scenes.py --seed 3 --n {N_ITEMS}")
+
     @unittest.skipUnless(HAVE_PIL, "Pillow is not installed")
     def test_drawn_pixels_lie_in_the_true_box(self):
         from PIL import Image, ImageDraw
