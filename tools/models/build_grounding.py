@@ -1,8 +1,8 @@
 """Build the trained grounding model from the weights tools/models/train_grounding.py ships in
 models/idefics3-grounding/: a small Idefics3 meant to answer box questions on the synthetic
-scenes. The shipped weights are a checkpoint still in training (run 21: it reads a lone
-target's edges, not yet the named one among others; docs/box.md, "A model that sees"); the
-build refuses without them.
+scenes. The shipped weights are a checkpoint still in training (run 24: it finds a lone
+target in edges mode, not yet the named one among others; docs/box.md, "A model that sees");
+the build refuses without them.
 
 Usage: python tools/models/build_grounding.py OUT_DIR   (serve.sh: ~/.cache/onepass/models/
 idefics3-grounding). Prints OUT_DIR when it is ready; a finished build is checked by its
