@@ -124,17 +124,23 @@ def save(model, tmp: Path) -> None:
                      pad_token_id=build_vlm.EOS_ID).save_pretrained(tmp)
 
 
-def build(out: Path) -> None:
+def write(weights: Path, tok, tmp: Path) -> None:
+    """The model built from shipped weights (the seeded initialisation, the weights written
+    over it), saved into TMP beside the tokenizer and processor."""
     from safetensors.torch import load_file
+    model = new_model(tok)
+    apply(model, load_file(weights))
+    save(model, tmp)
+
+
+def build(out: Path) -> None:
     if not (SHIPPED / "weights.safetensors").exists():
         sys.exit(f"build_grounding: no trained weights in {SHIPPED}; tools/models/"
                  "train_grounding.py writes them")
     tokenizer_dir = sibling_tokenizer(out, build_vlm.TOKENIZER_NAME, build_vlm.TOKENIZER_FILES,
                                       "build_grounding")
     tmp = fresh_partial(out)
-    model = new_model(prepare(tmp, tokenizer_dir))
-    apply(model, load_file(SHIPPED / "weights.safetensors"))
-    save(model, tmp)
+    write(SHIPPED / "weights.safetensors", prepare(tmp, tokenizer_dir), tmp)
     publish(tmp, out, EXPECTED, "build_grounding", "the shipped weights or the pinned "
             "torch/transformers changed")
 

@@ -128,10 +128,7 @@ class Examples:
 def record_digests(ship: Path, files: Path, tok) -> None:
     """SHIP/digests.json: the sha256 of the model build_grounding.py makes from SHIP's weights
     (FILES holds the tokenizer and processor; the build is written there too)."""
-    from safetensors.torch import load_file
-    model = build_grounding.new_model(tok)
-    build_grounding.apply(model, load_file(ship / "weights.safetensors"))
-    build_grounding.save(model, files)
+    build_grounding.write(ship / "weights.safetensors", tok, files)
     digests = {name: sha256(files / name) for name in ("model.safetensors", "tokenizer.json")}
     (ship / "digests.json").write_text(json.dumps(digests, indent=2) + "\n")
 
