@@ -21,7 +21,7 @@ import pytest
 from tests.support.client_threads import Clients
 from tests.support.json_http import request
 from tests.support.live_bodies import NOUL, body
-from tests.support.live_stack import ROOT, VLLM_TEST_ARGS, clean_env, free_port
+from tests.support.live_stack import IN_PROCESS, ROOT, VLLM_TEST_ARGS, clean_env, free_port
 
 import sys
 sys.path.insert(0, str(ROOT / "deploy"))
@@ -85,7 +85,7 @@ def balanced(tmp_path_factory):
     """HAProxy, then both stacks started at once with a client posting through the balancer
     from before either is up until both are in rotation (what test 1 reads)."""
     find_haproxy()  # fails clearly when HAProxy is missing (test.sh installs it as root)
-    env = clean_env()
+    env = {k: v for k, v in clean_env().items() if k not in IN_PROCESS}  # production's layout
     env.update(ONEPASS_DEVICE="cpu", ONEPASS_DTYPE="auto",  # the dtype that ships: no
                ONEPASS_VLLM_ARGS=" ".join(VLLM_TEST_ARGS))  # number is compared here
     cluster = Cluster([(free_port(), free_port()) for _ in range(2)], free_port(),

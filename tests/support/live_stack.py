@@ -30,14 +30,30 @@ VISION_PROFILE = "idefics3-grounding"
 CPU_ARGS = ("--dtype", "float32", "--enforce-eager", "--block-size", "32", "--max-model-len",
             "4096")
 
+# libgomp's spin before an idle OpenMP thread sleeps, in iterations (its default is 300,000):
+# with the default, a vLLM's spinning threads took the cores from whatever else ran, and two
+# serve.sh stacks started side by side were ready in 211 s; with 10,000, in 140 s, and a lone
+# stack's median request time was unchanged (1,136 -> 1,125 ms; docs/testing.md, "Run time").
+SPINCOUNT = "10000"
+# vLLM's engine core runs the model itself instead of in a worker process of its own (on CPU
+# vLLM then keeps its one-process executor): the same kernels and numbers (a plugin vLLM's
+# label log-probs were identical either way), one process fewer to start. Measured here: a
+# plugin vLLM ready in 32 s instead of 46 s, its short completions 240 ms instead of 376 ms.
+# serve.sh does not set it (with CPU binding on, vLLM needs the worker process), and the
+# balancer's stacks run without it, as production does (test_balancer_live.py).
+IN_PROCESS = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
+
 
 def clean_env() -> dict:
     """The environment without the caller's onepass settings. Every vLLM here runs unbound
     (`nobind`): the suite runs several at once on the same cores, and a bound vLLM's main
     thread is pinned to the first core (libgomp, GOMP_CPU_AFFINITY), where a starting engine
-    got ~3% of a core beside a busy one and took over 10 minutes to start."""
+    got ~3% of a core beside a busy one and took over 10 minutes to start; its OpenMP threads
+    spin briefly (SPINCOUNT), and its model runs in the engine core's process (IN_PROCESS)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("ONEPASS_") or k in KEEP}
     env["VLLM_CPU_OMP_THREADS_BIND"] = "nobind"
+    env["GOMP_SPINCOUNT"] = SPINCOUNT
+    env.update(IN_PROCESS)
     return env
 
 
