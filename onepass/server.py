@@ -15,6 +15,7 @@ import json
 import logging
 import math
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from . import body, kinds, metrics, openapi, telemetry, tryit
@@ -33,6 +34,7 @@ from .pipeline import Pipeline
 
 log = logging.getLogger("onepass")
 WARMING, READY, FAILED = "warming", "ready", "failed"
+WARM_UP_AT_ONCE = 4  # warm-up requests in flight together (docs/production.md, health)
 # HEAD is answered wherever GET is (RFC 9110 9.3.2): the GET's status and headers, no body
 # (the connection loop leaves it out).
 ROUTES = {"/health": ("GET", "HEAD"), "/v1/models": ("GET", "HEAD"), "/v1/systemone": ("POST",),
@@ -89,9 +91,12 @@ class Service:
         self.reason = "warming up every question type"
         try:
             served = {name for name, limit in pipe.limits.kinds.items() if limit.refusal is None}
-            for route, doc in warmup_bodies(pipe.facts.two_way, self.profile.vision is not None,
-                                            served):
-                self.handle(ADAPTERS[route], json.dumps(doc).encode(), {})
+            bodies = warmup_bodies(pipe.facts.two_way, self.profile.vision is not None, served)
+            # sent together, as clients would: vLLM batches their reads; the first failure ends
+            # it (pool.map raises it)
+            with ThreadPoolExecutor(WARM_UP_AT_ONCE, thread_name_prefix="warm-up") as pool:
+                list(pool.map(lambda rd: self.handle(ADAPTERS[rd[0]], json.dumps(rd[1]).encode(),
+                                                     {}), bodies))
         except OnepassError as e:
             return self._fail(f"warm-up request failed: {e.message}")
         self.phase, self.reason = READY, ""

@@ -205,11 +205,16 @@ def make_item(seed: int, index: int, n: int) -> dict:
 
 
 def solo(item: dict, rng: random.Random) -> dict:
-    """The item with its target alone on the background, named by colour, shape or both: the
-    easiest scenes, for a model learning to see (tools/models/train_grounding.py's curriculum).
-    Absent items are returned unchanged."""
+    """The item with one object alone on the background: the easiest scenes, for a model
+    learning to see (tools/models/train_grounding.py's curriculum). A present item keeps its
+    target, named by colour, shape or both; an absent one keeps one of its objects, one that
+    shares the named colour or shape where there is one (a near miss). Absent items kept their
+    whole scene until 2026-12-04, so one object or several told `present` without a look."""
     if not item["present"]:
-        return item
+        named = item["expression"]
+        near = [o for o in item["objects"]
+                if o["colour"] == named.get("colour") or o["shape"] == named.get("shape")]
+        return {**item, "objects": [rng.choice(near or item["objects"])]}
     obj = item["objects"][item["target"]]
     expr = rng.choice(({"colour": obj["colour"], "shape": obj["shape"]},
                        {"colour": obj["colour"]}, {"shape": obj["shape"]}))
@@ -218,7 +223,7 @@ def solo(item: dict, rng: random.Random) -> dict:
 
 
 def lone(seed: int, index: int, n: int) -> dict:
-    """Item `index` of the --solo set: make_item's, its target alone (absent items as they are)."""
+    """Item `index` of the --solo set: make_item's with one object left (`solo`)."""
     item = solo(make_item(seed, index, n), random.Random(f"box-solo:{seed}:{index}"))
     return {**item, "id": item["id"] + "-solo", "solo": True}
 
@@ -285,9 +290,10 @@ def main(argv=None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default=DEFAULT_OUT, help="directory for box_scenes.jsonl")
     parser.add_argument("--png", action="store_true", help="also write OUT/png/<id>.png")
-    parser.add_argument("--solo", action="store_true", help="each present item's target alone "
-                        "(`solo`, ids ending -solo): what a model that cannot yet pick the named "
-                        "object out of a crowd is measured on")
+    parser.add_argument("--solo", action="store_true", help="one object an item: a present "
+                        "item's target alone, an absent item's near miss (`solo`, ids ending "
+                        "-solo): what a model that cannot yet pick the named object out of a "
+                        "crowd is measured on")
     args = parser.parse_args(argv)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

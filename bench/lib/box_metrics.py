@@ -66,6 +66,16 @@ def ece(probs: list, outcomes: list, bins: int = BINS) -> float | None:
                for b in reliability(probs, outcomes, bins) if b["n"])
 
 
+def auc(scores: list, outcomes: list) -> float | None:
+    """The chance that a random positive scores above a random negative (ties count half): how
+    well the scores rank, whatever threshold they are read at. None without both kinds."""
+    pos = [s for s, y in zip(scores, outcomes) if y]
+    neg = [s for s, y in zip(scores, outcomes) if not y]
+    if not pos or not neg:
+        return None
+    return sum((p > n) + 0.5 * (p == n) for p in pos for n in neg) / (len(pos) * len(neg))
+
+
 def percentile(values: list, q: float) -> float | None:
     """Linear interpolation between order statistics (q in 0..100)."""
     if not values:

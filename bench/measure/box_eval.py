@@ -4,11 +4,12 @@ Usage: .venv/bin/python bench/measure/box_eval.py --url http://127.0.0.1:8741
        [--data /tmp/onepass_box_scenes] [--split eval|fit|all] [--mode generate|edges|hybrid]
        [--limit N] [--concurrency 2] [--model jev-latest]
        [--extra '{"kwargs": {"box": {"mode": "edges"}}}'] [--json OUT.json] [--png iou.png]
+       .venv/bin/python bench/measure/box_eval.py --summary-of OUT.json
 Owns: one /v1/systemone request per item (the image as state `photo`, one box question `q`), a
 per-item record {id, split, present_true, status, found, box, iou, hit, confidence, present,
 x_box_logprob, x_box_mode, x_box_raw, latency_ms}, and the summary: mean IoU and Acc@0.5 and
 confidence ECE (event IoU >= 0.5) over the items whose object is present (a not-found answer
-scores the whole-image box), `present` accuracy and ECE over all items, found rate, latency
+scores the whole-image box), `present` accuracy, ECE and AUC over all items, found rate, latency
 p50/p95, non-200 count.
 Never starts or stops a server, never changes the data, and never stops on a non-200 answer:
 those are counted and sampled. HTTP goes through bench/measure/evaluate.py's `post` (key from
@@ -122,6 +123,7 @@ def summary(records: list) -> dict:
             "present_accuracy": mean(1.0 if (r["present"] >= 0.5) == r["present_true"] else 0.0
                                      for r in pres),
             "present_ece": bm.ece([r["present"] for r in pres], [r["present_true"] for r in pres]),
+            "present_auc": bm.auc([r["present"] for r in pres], [r["present_true"] for r in pres]),
             "found_rate": mean(1.0 if r["found"] else 0.0 for r in ok),
             "found_rate_absent": mean(1.0 if r["found"] else 0.0
                                       for r in ok if not r["present_true"]),
@@ -134,6 +136,7 @@ def format_table(summ: dict) -> str:
               ("present_items", "items with the object"), ("mean_iou", "mean IoU"),
               ("acc_at_0.5", "Acc@0.5"), ("confidence_ece", "confidence ECE (IoU>=0.5)"),
               ("present_accuracy", "present accuracy (0.5)"), ("present_ece", "present ECE"),
+              ("present_auc", "present AUC"),
               ("found_rate", "found rate"), ("found_rate_absent", "found rate, absent items"),
               ("latency_ms_p50", "latency p50 ms"), ("latency_ms_p95", "latency p95 ms"))
     width = max(len(text) for _, text in labels)
@@ -154,7 +157,13 @@ def main(argv=None) -> int:
     parser.add_argument("--split", choices=("fit", "eval", "all"), default="eval")
     parser.add_argument("--json", help="write the summary and every record here")
     parser.add_argument("--png", help="draw the IoU histogram here (matplotlib)")
+    parser.add_argument("--summary-of", metavar="JSON", help="only print the summary of the "
+                        "records a --json run wrote (sends nothing)")
     args = parser.parse_args(argv)
+    if args.summary_of:
+        records = json.loads(Path(args.summary_of).read_text(encoding="utf-8"))["records"]
+        print(format_table(summary(records)))
+        return 0
     items = box_scenes.select(box_scenes.load(args.data), args.split, args.limit)
     result = run(args.url, items, args.mode, args.concurrency, args.model, args.extra, args.split)
     summ = summary(result["records"])

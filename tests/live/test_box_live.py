@@ -30,8 +30,8 @@ CONVENTION = box_geometry.convention(load_profile(
 KEYS = {"type", "box", "confidence", "present", "found", "x_box_mode", "x_box_logprob",
         "x_box_raw"}
 FIND = {"type": "box", "instructions": "the red square in `photo`"}
-# Eval items of the box scenes' --solo set (each target alone), the kind of image the model
-# was trained to box; the absent ones among them are full scenes.
+# Eval items of the box scenes' --solo set (one object each: the target, or for an absent item
+# a near miss), the kind of image the model was trained to box.
 SCENES = [box_scenes.lone(0, i, 200) for i in range(1, 13, 2)]
 
 

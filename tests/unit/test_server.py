@@ -24,7 +24,7 @@ from unittest import mock
 import onepass
 from onepass import config, telemetry
 from onepass.edge.connections import Server
-from onepass.server import READY, ROUTES, WARMING, Service
+from onepass.server import FAILED, READY, ROUTES, WARMING, Service
 from tests.support.fake_engine import FakeEngine
 from tests.support.inprocess_shim import AgainstFakeEngine, call, start_shim, stop_shim
 from tests.support.paths import ROOT
@@ -244,6 +244,23 @@ class TestStartUp(unittest.TestCase):
         self.assertEqual(call(server, body=req({"a": NOUL_Q}))[0], 502)
         failed = errors.index('onepass_engine_errors_total{kind="failed"}')
         self.assertGreaterEqual(counts()[failed] - before[failed], 1)
+
+    def test_a_failing_warm_up_request_leaves_it_failed_not_ready(self):
+        """The warm-up's requests go out together (WARM_UP_AT_ONCE); one that fails, here every
+        one once vLLM turns to 5xx after the start-up checks, ends in FAILED with the reason."""
+        fake = FakeEngine()
+        self.addCleanup(fake.stop)
+        service = Service(config.load(["--port", "0", "--vllm", fake.url], environ={}), ROOT)
+        self.addCleanup(service.engine.close)
+        start = service.start
+
+        def start_then_fail(facts):  # the checks passed; every later call gets a 5xx
+            start(facts)
+            fake.server.RequestHandlerClass.mode = "5xx"
+        service.start = start_then_fail
+        service.warm_up(poll_s=0.01)
+        self.assertEqual(service.phase, FAILED)
+        self.assertTrue(service.reason.startswith("warm-up request failed: "), service.reason)
 
 
 if __name__ == "__main__":

@@ -77,11 +77,20 @@ def crowd(item: dict, stage: int, rng: random.Random) -> dict:
     """The item with at most CROWD_STAGES[stage]'s count of its other objects beside the target
     (only ones unlike it, where the stage says so), chosen at random so that the item's words
     still pick out the target alone (a relation keeps its anchor); lone (box_scenes.solo) if no
-    such choice is found in a few tries. Absent items, and items with no more others than the
-    stage keeps and no filter, are returned unchanged."""
+    such choice is found in a few tries. An absent item shows as many objects as a present one
+    of the stage would (box_scenes.solo's near miss at stage 0), so the count never tells
+    `present`. Items with no more objects than the stage keeps, and no filter, are returned
+    unchanged."""
     others, distinct = CROWD_STAGES[stage]
     objects, target = item["objects"], item["target"]
-    if not item["present"] or (others >= len(objects) - 1 and not distinct):
+    if not item["present"]:
+        if others == 0:
+            return box_scenes.solo(item, rng)
+        if others + 1 >= len(objects):
+            return item
+        return {**item, "objects": [objects[k] for k in sorted(
+            rng.sample(range(len(objects)), others + 1))]}
+    if others >= len(objects) - 1 and not distinct:
         return item
     rest = [k for k in range(len(objects)) if k != target
             and (not distinct or unlike(objects[k], objects[target]))]

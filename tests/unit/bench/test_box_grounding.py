@@ -50,27 +50,43 @@ class Question:
 
 class SoloTest(unittest.TestCase):
     def test_keeps_the_target_alone_and_names_it(self):
-        rng = random.Random(0)
+        rng, absent, near = random.Random(0), 0, 0
         for i in range(40):
             item = box_scenes.make_item(3, i, 0)
             solo = box_scenes.solo(item, rng)
-            if not item["present"]:
-                self.assertIs(solo, item)
+            if not item["present"]:  # one of its objects, which the words do not name
+                absent += 1
+                self.assertEqual(len(solo["objects"]), 1)
+                self.assertIn(solo["objects"][0], item["objects"])
+                self.assertEqual(box_scenes.resolve(solo["expression"], solo["objects"]), [])
+                self.assertEqual((solo["box"], solo["present"]), (None, False))
+                named = item["expression"]
+                shares = [o["colour"] == named["colour"] or o["shape"] == named["shape"]
+                          for o in item["objects"] + solo["objects"]]
+                self.assertEqual(shares[-1], any(shares[:-1]))  # a near miss, where there is one
+                near += shares[-1]
                 continue
             target = item["objects"][item["target"]]
             self.assertEqual(solo["objects"], [target])
             self.assertEqual(solo["box"], item["box"])
             self.assertEqual(box_scenes.resolve(solo["expression"], solo["objects"]), [0])
             self.assertTrue(solo["instructions"].startswith("the "))
+        self.assertGreater(absent, 3)
+        self.assertGreater(near, absent // 2)
 
     def test_a_crowd_keeps_the_target_its_words_pick_out_and_so_many_others(self):
-        rng, kept_relation, shrunk, unlike = random.Random(0), 0, 0, 0
+        rng, kept_relation, shrunk, unlike, absent = random.Random(0), 0, 0, 0, 0
         for i in range(60):
             item = box_scenes.make_item(3, i, 0)
             for stage, (others, distinct) in enumerate(grounding_curriculum.CROWD_STAGES):
                 out = grounding_curriculum.crowd(item, stage, rng)
-                if not item["present"] or (others >= len(item["objects"]) - 1
-                                           and not distinct):
+                if not item["present"]:  # as many objects as a present item of the stage
+                    self.assertEqual(len(out["objects"]), min(others + 1, len(item["objects"])))
+                    self.assertTrue(all(o in item["objects"] for o in out["objects"]))
+                    self.assertEqual(box_scenes.resolve(out["expression"], out["objects"]), [])
+                    absent += 1
+                    continue
+                if others >= len(item["objects"]) - 1 and not distinct:
                     self.assertIs(out, item)
                     continue
                 self.assertLessEqual(len(out["objects"]), others + 1)
@@ -89,6 +105,7 @@ class SoloTest(unittest.TestCase):
         self.assertGreater(shrunk, 40)
         self.assertGreater(unlike, 10)  # the unlike stage does keep another object, not just solo
         self.assertGreater(kept_relation, 0)  # an anchor can be kept, not always lone
+        self.assertGreater(absent, 10)
 
 
 class CellTargetsTest(unittest.TestCase):
