@@ -12,7 +12,6 @@ docs/production.md ("Health semantics a balancer needs": the warm-up).
 """
 import argparse
 import json
-import socket
 import statistics
 import subprocess
 import sys
@@ -21,13 +20,8 @@ import time
 import urllib.request
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from tests.support.live_stack import ROOT, free_port  # noqa: E402
 
 
 def start_to_ready(root: Path, vllm: str) -> float:
