@@ -56,6 +56,19 @@ def scenes():
     return items()
 
 
+@pytest.fixture(scope="module")
+def answers(vision_stack, scenes):
+    """The stack's records for the scenes in a mode, each mode sent once for the module (the
+    generate answers serve both the eval bar and the conventions)."""
+    sent = {}
+
+    def of(mode: str) -> list:
+        if mode not in sent:
+            sent[mode] = send(vision_stack.url, scenes, mode)
+        return sent[mode]
+    return of
+
+
 def send(url: str, chosen: list, mode: str) -> list:
     result = box_eval.run(url, chosen, mode, concurrency=2, desc=mode)
     assert not result["errors"], result["error_samples"]
@@ -85,14 +98,14 @@ def holds(then: list, now: list, ids: set) -> None:
 
 
 @pytest.mark.parametrize("mode", ["edges", "generate"])
-def test_found_boxes_hold_to_the_recorded_eval(vision_stack, scenes, mode):
+def test_found_boxes_hold_to_the_recorded_eval(scenes, answers, mode):
     """Edges (the mode this model reads best) and generate (its written box), on the first N
     eval items."""
     ids = {item["id"] for item in scenes}
-    holds(recorded(mode)["records"], send(vision_stack.url, scenes, mode), ids)
+    holds(recorded(mode)["records"], answers(mode), ids)
 
 
-def test_a_wrong_convention_loses_the_box_the_right_one_keeps(vision_stack, scenes):
+def test_a_wrong_convention_loses_the_box_the_right_one_keeps(scenes, answers):
     """The conventions by failure: what the model wrote (x_box_raw), read in the profile's
     convention, holds to the recorded eval; read in each WRONG one (what a profile declaring it
     would answer), it loses IoU, pair by pair, at least as much as the recorded eval of the same
@@ -100,7 +113,7 @@ def test_a_wrong_convention_loses_the_box_the_right_one_keeps(vision_stack, scen
     to real answers, not only by worked values."""
     ids, by_id = {item["id"] for item in scenes}, {item["id"]: item for item in scenes}
     then = [r for r in recorded("generate")["records"] if r["id"] in ids]
-    now = send(vision_stack.url, scenes, "generate")
+    now = answers("generate")
     was, got = (box_conventions.compare(records, by_id, OWN) for records in (then, now))
     assert got["own"]["mean_iou"] >= bar(box_conventions.ious(then, by_id, OWN))
     for name in WRONG:
