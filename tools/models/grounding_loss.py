@@ -19,8 +19,8 @@ def collate(batch):
     mask = torch.zeros((len(batch), longest), dtype=torch.long)
     pv = torch.zeros((len(batch), tiles, *batch[0][1].shape[1:]))
     pm = torch.zeros((len(batch), tiles, *batch[0][2].shape[1:]), dtype=torch.bool)
-    rows, cols, targets = [], [], []
-    for b, (seq, pixels, pmask, n, *_) in enumerate(batch):
+    rows, cols, targets, weights = [], [], [], []
+    for b, (seq, pixels, pmask, n, *_, soft) in enumerate(batch):
         ids[b, :len(seq)] = torch.tensor(seq)
         mask[b, :len(seq)] = 1
         pv[b, :pixels.shape[0]] = pixels
@@ -28,25 +28,36 @@ def collate(batch):
         for j in range(len(seq) - n, len(seq)):
             rows.append(b)
             cols.append(j - 1)  # the hidden state before a token predicts it
-            targets.append(seq[j])
+            # up to two weighted targets a token: a soft edge's two bands, else the token alone
+            pair = soft if soft else [(seq[j], 1.0)]
+            targets.append([t for t, _ in pair] + [seq[j]] * (2 - len(pair)))
+            weights.append([w for _, w in pair] + [0.0] * (2 - len(pair)))
     cells = torch.tensor([example[5] for example in batch])
     wanted = torch.tensor([example[6] for example in batch])
     return (ids, mask, pv, pm, torch.tensor(rows), torch.tensor(cols), torch.tensor(targets),
-            cells, wanted)
+            torch.tensor(weights), cells, wanted)
 
 
-def losses(model, heads, batch):
-    """Mean cross-entropy over target tokens plus AUX_WEIGHT times the dense targets' loss on
-    the image tokens as the language model receives them; and each part (for the curve)."""
-    import torch
+def token_loss(logits, targets, weights):
+    """Each target token's cross-entropy over the whole vocabulary against its weighted
+    targets (collate: a token and weight 1, or a soft edge's two bands)."""
     import torch.nn.functional as F
-    ids, mask, pv, pm, rows, cols, targets, cells, wanted = collate(batch)
+    return -(F.log_softmax(logits, -1).gather(1, targets) * weights).sum(1)
+
+
+def losses(model, heads, batch, present_weight: float = 1.0):
+    """Mean cross-entropy over target tokens (a present read's times `present_weight`; a soft
+    target's against its weighted bands) plus AUX_WEIGHT times the dense targets' loss on the
+    image tokens as the language model receives them; and each part, unweighted (the curve)."""
+    import torch
+    ids, mask, pv, pm, rows, cols, targets, weights, cells, wanted = collate(batch)
     out = model.model(input_ids=ids, attention_mask=mask, pixel_values=pv,
                       pixel_attention_mask=pm, output_hidden_states=True)
     logits = model.lm_head(out.last_hidden_state[rows, cols])
-    each = F.cross_entropy(logits, targets, reduction="none")
+    each = token_loss(logits, targets, weights)
     kind_of = torch.tensor([KINDS.index(example[4]) for example in batch
                             for _ in range(example[3])])
+    scale = 1.0 + (present_weight - 1.0) * (kind_of == KINDS.index("present")).float()
     per_kind = {k: float(each[kind_of == i].mean().detach()) for i, k in enumerate(KINDS)
                 if bool((kind_of == i).any())}
     where, parts = ids == model.config.image_token_id, []
@@ -56,4 +67,4 @@ def losses(model, heads, batch):
         parts.append(grounding_targets.loss(head, image.view(len(batch), -1, image.shape[-1]),
                                             want, groups))
     per_kind["aux"], per_kind["asked"] = (float(part.detach()) for part in parts)
-    return each.mean() + AUX_WEIGHT * (parts[0] + parts[1]), per_kind
+    return (each * scale).mean() + AUX_WEIGHT * (parts[0] + parts[1]), per_kind

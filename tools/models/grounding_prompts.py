@@ -108,6 +108,16 @@ def edge_named(text: str) -> str:
     return found[min(at for at in found if at >= 0)]
 
 
+def band_tokens(svc: Service, tok) -> list[int]:
+    """The token id of each edge band's score label (the labels edge reads are read over)."""
+    score = svc.pipeline.facts.labels.score
+    ids = [tok.encode(score[b][0], add_special_tokens=False)
+           for b in range(min(MAX_LEVELS, len(score)))]
+    if any(len(one) != 1 for one in ids):
+        raise ValueError(f"a soft edge target needs one-token score labels; they are {ids}")
+    return [one[0] for one in ids]
+
+
 def examples(svc: Service, rec: Recorder, item: dict, image_url: str) -> list[tuple]:
     """The scene's examples: (messages, target text, kind), as onepass asks them."""
     body = {"model": svc.profile.model_name, "state": {"photo": image_url},

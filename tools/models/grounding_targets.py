@@ -71,6 +71,19 @@ def band(fraction: float, levels: int) -> int:
     return min(levels - 1, max(0, int(fraction * levels)))
 
 
+def soft_bands(fraction: float, levels: int) -> list[tuple[int, float]]:
+    """The edge read's soft target (train_grounding --soft-edges): the two bands whose centres
+    bracket `fraction`, weighted so that the expected centre is `fraction` itself (nearer the
+    border than the outer centre: the border band alone). Why: onepass places an edge at the
+    expected band centre (kinds/box.py edges_box), so a model sure of one band can only say its
+    centre; snapped to their band centres, the --solo eval boxes themselves reach Acc@0.5 0.593
+    (docs/box.md), under the issue's 0.7."""
+    x = min(max(fraction * levels - 0.5, 0.0), levels - 1.0)
+    k = min(int(x), levels - 2) if levels > 1 else 0
+    upper = x - k
+    return [(b, w) for b, w in ((k, 1.0 - upper), (k + 1, upper)) if w > 0 and b < levels]
+
+
 def _row(obj: dict | None, width: int, height: int) -> list[int]:
     if obj is None:
         return [0, 0, 0] + [IGNORE] * 8

@@ -69,6 +69,7 @@ class Examples:
         self.crowd = None  # --start onepass: the gate's crowd stage (CROWD_STAGES index)
         self.rewords = True  # probe and short may reword onepass's prompts (--start probe)
         self.only = None  # --only: the example kinds kept (the others are never asked)
+        self.soft = None  # --soft-edges: the score labels' token ids, each band's
 
     def scene(self):
         from PIL import Image
@@ -102,10 +103,14 @@ class Examples:
             target_ids = self.tok.encode(target, add_special_tokens=False)
             if kind == "box":
                 target_ids.append(build_vlm.EOS_ID)
+            soft = None
+            if edge and self.soft:  # the label's one token spread over two bands
+                soft = [(self.soft[b], w) for b, w in grounding_targets.soft_bands(
+                    item["box"][edge], len(self.soft))]
             seq = enc["input_ids"][0].tolist() + target_ids
             self.used.update(seq)
             self.pool.append((seq, enc["pixel_values"][0], enc["pixel_attention_mask"][0],
-                              len(target_ids), kind, cells, wanted))
+                              len(target_ids), kind, cells, wanted, soft))
 
     def widen(self) -> bool:
         """The gate's next stage: another edge asked, then the next crowd stage (more of the
@@ -162,6 +167,11 @@ def main(argv=None) -> int:
                         "come in before the crowd's last stage)")
     parser.add_argument("--only", default="", help="comma-separated example kinds (present, "
                         "edge, box): only these are asked, whatever the clock says")
+    parser.add_argument("--soft-edges", action="store_true", help="each edge read's target "
+                        "spread over the two bands around the edge, so the expected band "
+                        "centre onepass reads is the edge itself (grounding_targets.soft_bands)")
+    parser.add_argument("--present-weight", type=float, default=1.0, help="the present "
+                        "read's loss, times this (the others' stay at 1)")
     parser.add_argument("--heads-first", type=int, default=0, help="with --init from a run "
                         "that shipped no heads: this many steps train the dense targets' heads "
                         "alone, so their first (random) gradients never reach the trained model")
@@ -203,6 +213,7 @@ def main(argv=None) -> int:
     tok = build_grounding.prepare(files, Path(args.tokenizer))
     data = Examples(files, args.profile, args.scene_seed, args.seed)
     data.only = set(args.only.split(",")) - {""} or None
+    data.soft = grounding_prompts.band_tokens(data.main[0], tok) if args.soft_edges else None
     model = build_grounding.new_model(tok)
     if args.init:
         start = load_file(Path(args.init) / "weights.safetensors")
@@ -249,7 +260,7 @@ def main(argv=None) -> int:
                          else (step - opened) / (args.steps - opened))
         batch = data.batch(args.batch)
         seen_rows[torch.tensor(sorted(data.used))] = True
-        loss, per_kind = losses(model, heads, batch)
+        loss, per_kind = losses(model, heads, batch, args.present_weight)
         opt.zero_grad()
         loss.backward()
         if step <= args.heads_first:  # AdamW leaves a parameter without a gradient as it is

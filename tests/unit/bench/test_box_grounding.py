@@ -163,6 +163,24 @@ class CellTargetsTest(unittest.TestCase):
         self.assertEqual(len(gt.ASKED), len(rows[0]))
 
 
+class SoftBandsTest(unittest.TestCase):
+    def test_the_expected_centre_is_the_edge(self):
+        """soft_bands: at most two neighbouring bands, weights summing to 1, and the expected
+        band centre (what onepass reads, kinds/box.py edges_box) the edge itself, except within
+        half a band of a border, where the border band holds it all."""
+        for levels in (10, 7):
+            for k in range(0, 1001):
+                f = k / 1000
+                bands = gt.soft_bands(f, levels)
+                self.assertAlmostEqual(sum(w for _, w in bands), 1.0)
+                self.assertLessEqual(len(bands), 2)
+                if len(bands) == 2:
+                    self.assertEqual(bands[1][0], bands[0][0] + 1)
+                centre = sum((b + 0.5) / levels * w for b, w in bands)
+                self.assertAlmostEqual(centre, min(max(f, 0.5 / levels), 1 - 0.5 / levels))
+                self.assertIn(gt.band(f, levels), [b for b, _ in bands])
+
+
 class ConventionsTest(unittest.TestCase):
     def test_the_right_convention_keeps_a_box_and_wrong_ones_lose_it(self):
         item = present_item()
