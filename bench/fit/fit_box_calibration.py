@@ -9,7 +9,13 @@ the event IoU >= 0.5 (maximum likelihood, a weak L2 on a; over found answers on 
 is present: a not-found answer's confidence is 0 whatever the map), fitting the present temperature
 T (raw = logit(present) * T_current, P = sigmoid(raw / T), minimum NLL over all answered items),
 the before/after table, the reliability diagram, and with --write the profile's
-`vision.box.confidence`, `present_temperature` and `fitted` record.
+`vision.box.confidence`, `present_temperature` and `fitted` record. The confidence map is fitted
+per mode that made the box (generate, edges: each has its own feature, kinds/box.py MAPPED), from
+the records' x_box_mode (hybrid's records hold only the mode it answered, so fit each mode on its
+own run); a mode with no found box keeps its map. The server must serve the file as it is: the
+present temperature is fitted on reads recovered through the file's temperature, so restart the
+stack after a --write before the next fit (a second fit against the old stack gave 1.58 where
+the right value was 1.43, 2026-12-04).
 Never restarts the server, never touches other profiles or keys, never writes without --write.
 """
 import argparse
@@ -24,6 +30,9 @@ sys.path[:0] = [str(BENCH / d) for d in ("data", "lib", "measure")]
 import box_eval  # noqa: E402
 import box_metrics as bm  # noqa: E402
 import box_scenes  # noqa: E402
+
+sys.path.insert(0, str(BENCH.parent))
+from onepass.kinds.box import MAPPED, mode_map  # noqa: E402
 
 CONFIG = BENCH.parent / "serve_config.json"
 BEFORE, AFTER = (200, 30, 30), (30, 60, 200)
@@ -50,9 +59,10 @@ def records_and_source(args) -> tuple:
     return result["records"], "fit", box_scenes.command(items[0] if items else {})
 
 
-def confidence_data(records: list) -> tuple:
+def confidence_data(records: list, mode: str) -> tuple:
+    """(features, hits, confidences) of the found boxes `mode` made on present items."""
     rows = [r for r in records if r.get("present_true") and r.get("found")
-            and r.get("hit") is not None
+            and r.get("hit") is not None and r.get("x_box_mode") == mode
             and isinstance(r.get("x_box_logprob"), (int, float))]
     return ([r["x_box_logprob"] for r in rows], [bool(r["hit"]) for r in rows],
             [float(r["confidence"] or 0.0) for r in rows])
@@ -110,15 +120,16 @@ def draw_reliability(path: str, panels: list) -> None:
     image.save(path)
 
 
-def write_config(path: Path, profile: str, a: float, b: float, t: float | None,
-                 fitted: dict) -> None:
-    """Set the three keys in the profile's vision.box; json.dump indent=2 like the file itself."""
+def write_config(path: Path, profile: str, maps: dict, t: float | None, fitted: dict) -> None:
+    """Set the three keys in the profile's vision.box (`maps`: mode -> (a, b), each mode in
+    MAPPED; the map per mode); json.dump indent=2 like the file itself."""
     text = path.read_text(encoding="utf-8")
     config = json.loads(text)
     if json.dumps(config, indent=2, ensure_ascii=False) + "\n" != text:
         print(f"warning: {path} was not in json.dump(indent=2) form; it will be now")
     box = config["profiles"][profile]["vision"]["box"]
-    box["confidence"] = {"a": round(a, 4), "b": round(b, 4)}
+    box["confidence"] = {mode: {"a": round(a, 4), "b": round(b, 4)}
+                         for mode, (a, b) in maps.items()}
     if t is not None:
         box["present_temperature"] = round(t, 4)
     box["fitted"] = fitted
@@ -144,27 +155,35 @@ def main(argv=None) -> int:
     if settings is None:
         parser.error(f"profile {profile!r} in {config_path} has no vision.box")
     t_current = float(settings.get("present_temperature", 1.0))
-    a0, b0 = (float(settings.get("confidence", {}).get(k, d)) for k, d in (("a", 1.0), ("b", 0.0)))
+    old = {mode: tuple(float(mode_map(settings.get("confidence", {"a": 1.0, "b": 0.0}), mode)[k])
+                       for k in ("a", "b")) for mode in MAPPED}
 
     records, split, data = records_and_source(args)
-    xs, hits, conf_before = confidence_data(records)
-    a, b, note = bm.fit_logistic(xs, hits)
-    if not xs:  # nothing to fit: keep the profile's map rather than reset it
-        a, b, note = a0, b0, "no found boxes on present items: the map is left as it is"
-    if note:
-        print(f"confidence: {note}")
+    maps, rows = dict(old), []  # rows: (name, outcomes, before, after) for the table and PNG
+    for mode in MAPPED:
+        xs, hits, conf_before = confidence_data(records, mode)
+        if not xs:  # nothing to fit: keep the profile's map rather than reset it
+            print(f"confidence ({mode}): no found boxes on present items; its map is kept")
+            continue
+        a, b, note = bm.fit_logistic(xs, hits)
+        if note:
+            print(f"confidence ({mode}): {note}")
+        maps[mode] = (a, b)
+        rows.append((f"confidence {mode}", hits, conf_before, [bm.sigmoid(a * x + b) for x in xs]))
     raws, present_true, present_before = present_data(records, t_current)
     t, t_note = bm.fit_temperature(raws, present_true)
     if t_note:
         print(f"present: {t_note}")
-    conf_after = [bm.sigmoid(a * x + b) for x in xs]
     present_after = [bm.sigmoid(z / t) for z in raws] if t else present_before
+    rows.append(("present", present_true, present_before, present_after))
 
-    print(f"profile {profile}: confidence a,b {a0:g},{b0:g} -> {a:.4f},{b:.4f}; "
-          f"present_temperature {t_current:g} -> {'unchanged' if t is None else f'{t:.4f}'}")
+    for mode in MAPPED:
+        print(f"profile {profile}: confidence ({mode}) a,b {old[mode][0]:g},{old[mode][1]:g} -> "
+              f"{maps[mode][0]:.4f},{maps[mode][1]:.4f}")
+    print(f"profile {profile}: present_temperature {t_current:g} -> "
+          f"{'unchanged' if t is None else f'{t:.4f}'}")
     print(f"{'':22}{'n':>5}  {'ECE before':>10} {'after':>7}  {'NLL before':>10} {'after':>7}")
-    for name, ys, before, after in (("confidence (IoU>=.5)", hits, conf_before, conf_after),
-                                    ("present", present_true, present_before, present_after)):
+    for name, ys, before, after in rows:
         cells = [bm.ece(before, ys), bm.ece(after, ys), nll(before, ys), nll(after, ys)]
         shown = ["-" if v is None else f"{v:.3f}" for v in cells]
         print(f"{name:22}{len(ys):5d}  {shown[0]:>10} {shown[1]:>7}  {shown[2]:>10} {shown[3]:>7}")
@@ -173,22 +192,22 @@ def main(argv=None) -> int:
 
     answered = sum(1 for r in records if r.get("found") is not None)
     fitted = {"by": "bench/fit/fit_box_calibration.py", "n": answered, "split": split,
-              "data": data,
+              "data": data, "modes": [name.split()[1] for name, *_ in rows[:-1]],
               "date": datetime.datetime.now(datetime.timezone.utc).date().isoformat()}
     if args.write and not answered:
         print("nothing was answered: not writing")
         return 1
     if args.write:
-        write_config(config_path, profile, a, b, t, fitted)
+        write_config(config_path, profile, maps, t, fitted)
         print(f"wrote {config_path}: profiles.{profile}.vision.box (confidence, "
-              f"present_temperature, fitted {json.dumps(fitted)})")
+              f"present_temperature, fitted {json.dumps(fitted)}); restart the stack before "
+              "another fit or an eval")
     else:
         print(f"dry run (no --write): would set fitted = {json.dumps(fitted)}")
     if args.png:
         draw_reliability(args.png, [
-            (f"confidence, {len(xs)} found boxes", "confidence", hits, conf_before, conf_after),
-            (f"present, {len(raws)} answers", "present", present_true, present_before,
-             present_after)])
+            (f"{name}, {len(ys)} {'answers' if name == 'present' else 'found boxes'}",
+             name.split()[0], ys, before, after) for name, ys, before, after in rows])
         print(f"saved {args.png}")
     return 0
 

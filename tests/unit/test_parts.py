@@ -9,6 +9,7 @@ Run: python3 -S -m unittest tests.unit.test_parts
 import math
 import types
 import unittest
+from dataclasses import replace
 
 from onepass import parts
 from onepass.decision import BOX, NOUL, SCORE, Answer, Decision, Option, Outcome, Question
@@ -103,7 +104,8 @@ class TestFold(unittest.TestCase):
 
     def test_edges_and_hybrid(self):
         """parts.fold: edges puts each edge at its expected band's centre; hybrid answers the
-        tighter of two agreeing boxes, the generated one when they disagree; selections of the
+        box of higher confidence (one map here: the edges' certain bands, feature 0, beat a
+        generation at -0.1; a generation at log-prob 0 ties and wins); selections of the
         internal questions are dropped."""
         d = decision("edges", "hybrid")
         s = parts.split(d, JOB)
@@ -117,14 +119,33 @@ class TestFold(unittest.TestCase):
         for got, want in zip((e.left, e.top, e.right, e.bottom), (0.25, 0.15, 0.75, 0.65)):
             self.assertAlmostEqual(got, want)
         self.assertEqual(e.logprob, 0.0)  # every band certain
-        self.assertEqual(h.mode, "edges")  # agrees (IoU 0.69) and is smaller
+        self.assertEqual((h.mode, h.left, h.confidence), ("edges", e.left, e.confidence))
         self.assertEqual([sel.question for sel in out.selections], [0, 1])
-        disagree = ('{"box": [0, 0, 100, 100]}', [("100", -0.1)], False, 5)
-        h = parts.fold(d, s, reads, {2: disagree}, JOB).answers[2].box
-        self.assertEqual((h.mode, h.right), ("generate", 0.1))
+        sure = ('{"box": [0, 0, 100, 100]}', [("100", 0.0)], False, 5)
+        h = parts.fold(d, s, reads, {2: sure}, JOB).answers[2].box
+        self.assertEqual((h.mode, h.right, h.confidence), ("generate", 0.1, e.confidence))
         null = ('{"box": null}', [], False, 5)
         self.assertEqual(parts.fold(d, s, reads, {2: null}, JOB).answers[2].box.mode,
                          "edges")
+
+    def test_each_mode_through_its_own_map(self):
+        """parts.fold: with a map per mode, a box's confidence comes from the map of the mode
+        that made it, never the other's; hybrid compares the two so mapped."""
+        maps = {"generate": {"a": 2.0, "b": 1.0}, "edges": {"a": -1.0, "b": 0.5}}
+        job = replace(JOB, profile=types.SimpleNamespace(
+            vision=types.SimpleNamespace(box={**SETTINGS, "confidence": maps}),
+            calibration=PROFILE.calibration))
+        d = decision("edges", "generate", "hybrid")
+        s = parts.split(d, job)
+        edges = [level(2, p=0.5), level(1), level(7), level(6)]  # feature log(0.5) / 4
+        gen = ('{"box": [0, 0, 100, 100]}', [("0", -0.5), ("100", -0.5)], False, 5)
+        reads = outcome([noul(0.5)] * 4 + edges * 2)
+        out = parts.fold(d, s, reads, {2: gen, 3: gen}, job)
+        e, g, h = (a.box for a in out.answers[1:])
+        z = -1.0 * (math.log(0.5) / 4) + 0.5
+        self.assertAlmostEqual(e.confidence, 1 / (1 + math.exp(-z)))
+        self.assertAlmostEqual(g.confidence, 1 / (1 + math.exp(-(2.0 * -0.5 + 1.0))))
+        self.assertEqual((h.mode, h.confidence), ("edges", e.confidence))  # 0.66 over 0.5
 
 
 def types_sel(i):
@@ -143,14 +164,14 @@ class TestPieces(unittest.TestCase):
                                level(1).probabilities, level(9).probabilities])
         self.assertEqual(fr, (0.15, 0.05, 0.85, 0.95))
 
-    def test_hybrid_and_iou(self):
-        """box.iou and box.hybrid on known boxes."""
-        self.assertAlmostEqual(box.iou((0, 0, 0.5, 0.5), (0.25, 0, 0.75, 0.5)), 1 / 3)
-        self.assertEqual(box.iou((0, 0, 0.1, 0.1), (0.5, 0.5, 1, 1)), 0.0)
-        big, small = (0.1, 0.1, 0.9, 0.9), (0.15, 0.15, 0.85, 0.85)
-        self.assertEqual(box.hybrid(big, small), "edges")
-        self.assertEqual(box.hybrid(small, big), "generate")
-        self.assertEqual(box.hybrid(None, None), "generate")
+    def test_hybrid_answers_the_more_confident_box(self):
+        """box.hybrid: the mode whose box is more confident; generate on a tie or when neither
+        found a box; the one that found a box when the other did not."""
+        self.assertEqual(box.hybrid(0.3, 0.8), "edges")
+        self.assertEqual(box.hybrid(0.8, 0.3), "generate")
+        self.assertEqual(box.hybrid(0.5, 0.5), "generate")
+        self.assertEqual((box.hybrid(None, 0.1), box.hybrid(0.1, None), box.hybrid(None, None)),
+                         ("edges", "generate", "generate"))
 
     def test_tempered(self):
         """box.tempered: T = 1 and the ends unchanged; T > 1 pulls towards 0.5."""

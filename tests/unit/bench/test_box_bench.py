@@ -202,12 +202,14 @@ class TestEvalAndFitTools(unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "serve_config.json"
             path.write_text(original, encoding="utf-8")
-            fit_box_calibration.write_config(path, profile, 1.5, -0.25, 2.0, fitted)
+            fit_box_calibration.write_config(
+                path, profile, {"generate": (1.5, -0.25), "edges": (-1.0, 0.5)}, 2.0, fitted)
             after = json.loads(path.read_text(encoding="utf-8"))
             self.assertEqual(path.read_text(encoding="utf-8"),
                              json.dumps(after, indent=2, ensure_ascii=False) + "\n")
         new_box = after["profiles"][profile]["vision"]["box"]
-        self.assertEqual(new_box["confidence"], {"a": 1.5, "b": -0.25})
+        self.assertEqual(new_box["confidence"], {"generate": {"a": 1.5, "b": -0.25},
+                                                 "edges": {"a": -1.0, "b": 0.5}})
         self.assertEqual((new_box["present_temperature"], new_box["fitted"]), (2.0, fitted))
         before = json.loads(original)
         before["profiles"][profile]["vision"]["box"] = new_box

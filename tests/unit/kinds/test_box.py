@@ -98,6 +98,24 @@ class TestAnswer(unittest.TestCase):
         self.assertEqual(box.confidence(-1e6, {"a": 1e3, "b": 0.0}), 0.0)
         self.assertEqual(box.confidence(None, fit), 0.0)
 
+    def test_one_map_or_one_per_mode(self):
+        """check_settings takes one {a, b} for every mode or one for each of generate and
+        edges; a map for one mode only, an unknown mode or a bad number is refused, naming
+        both forms; mode_map picks the mode's own map, else the one map."""
+        base = {"convention": {"units": "grid", "order": "xyxy", "scale": 1000},
+                "present_temperature": 1.0}
+        one, per = {"a": 1.0, "b": 0.0}, {"generate": {"a": 1.0, "b": 0.0},
+                                          "edges": {"a": -2.0, "b": 0.5}}
+        for good in (one, per):
+            box.check_settings({**base, "confidence": good})
+        for bad in ({"generate": one}, {**per, "hybrid": one}, {"generate": one, "edges": {"a": 1}},
+                    {"generate": one, "edges": {"a": float("nan"), "b": 0}}, {"a": 1e4, "b": 0}):
+            with self.assertRaises(ValueError) as caught:
+                box.check_settings({**base, "confidence": bad})
+            self.assertIn("for each of generate, edges", str(caught.exception))
+        self.assertEqual(box.mode_map(per, "edges"), per["edges"])
+        self.assertEqual(box.mode_map(one, "edges"), one)
+
     def test_read_generation(self):
         """box.read_generation: the box and the mean log-prob of the digit tokens only."""
         tokens = [('{"', -0.01), ("box", 0.0), ('":[', 0.0), ("25", -0.5), (",", 0.0),
