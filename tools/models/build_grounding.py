@@ -1,6 +1,6 @@
 """Build the trained grounding model from the weights tools/models/train_grounding.py ships in
 models/idefics3-grounding/: a small Idefics3 meant to answer box questions on the synthetic
-scenes. The shipped weights are a checkpoint still in training (run 24: it finds a lone
+scenes. The shipped weights are a checkpoint still in training (run 26: it finds a lone
 target in edges mode, not yet the named one among others; docs/box.md, "A model that sees");
 the build refuses without them.
 
