@@ -159,7 +159,8 @@ def main(argv=None) -> int:
                        for k in ("a", "b")) for mode in MAPPED}
 
     records, split, data = records_and_source(args)
-    maps, rows = dict(old), []  # rows: (name, outcomes, before, after) for the table and PNG
+    maps, fitted_modes = dict(old), []
+    rows = []  # (name, x label, outcomes, before, after): the table and the PNG's panels
     for mode in MAPPED:
         xs, hits, conf_before = confidence_data(records, mode)
         if not xs:  # nothing to fit: keep the profile's map rather than reset it
@@ -169,13 +170,15 @@ def main(argv=None) -> int:
         if note:
             print(f"confidence ({mode}): {note}")
         maps[mode] = (a, b)
-        rows.append((f"confidence {mode}", hits, conf_before, [bm.sigmoid(a * x + b) for x in xs]))
+        fitted_modes.append(mode)
+        rows.append((f"confidence {mode}", "confidence", hits, conf_before,
+                     [bm.sigmoid(a * x + b) for x in xs]))
     raws, present_true, present_before = present_data(records, t_current)
     t, t_note = bm.fit_temperature(raws, present_true)
     if t_note:
         print(f"present: {t_note}")
     present_after = [bm.sigmoid(z / t) for z in raws] if t else present_before
-    rows.append(("present", present_true, present_before, present_after))
+    rows.append(("present", "present", present_true, present_before, present_after))
 
     for mode in MAPPED:
         print(f"profile {profile}: confidence ({mode}) a,b {old[mode][0]:g},{old[mode][1]:g} -> "
@@ -183,7 +186,7 @@ def main(argv=None) -> int:
     print(f"profile {profile}: present_temperature {t_current:g} -> "
           f"{'unchanged' if t is None else f'{t:.4f}'}")
     print(f"{'':22}{'n':>5}  {'ECE before':>10} {'after':>7}  {'NLL before':>10} {'after':>7}")
-    for name, ys, before, after in rows:
+    for name, _, ys, before, after in rows:
         cells = [bm.ece(before, ys), bm.ece(after, ys), nll(before, ys), nll(after, ys)]
         shown = ["-" if v is None else f"{v:.3f}" for v in cells]
         print(f"{name:22}{len(ys):5d}  {shown[0]:>10} {shown[1]:>7}  {shown[2]:>10} {shown[3]:>7}")
@@ -192,7 +195,7 @@ def main(argv=None) -> int:
 
     answered = sum(1 for r in records if r.get("found") is not None)
     fitted = {"by": "bench/fit/fit_box_calibration.py", "n": answered, "split": split,
-              "data": data, "modes": [name.split()[1] for name, *_ in rows[:-1]],
+              "data": data, "modes": fitted_modes,
               "date": datetime.datetime.now(datetime.timezone.utc).date().isoformat()}
     if args.write and not answered:
         print("nothing was answered: not writing")
@@ -207,7 +210,7 @@ def main(argv=None) -> int:
     if args.png:
         draw_reliability(args.png, [
             (f"{name}, {len(ys)} {'answers' if name == 'present' else 'found boxes'}",
-             name.split()[0], ys, before, after) for name, ys, before, after in rows])
+             xlabel, ys, before, after) for name, xlabel, ys, before, after in rows])
         print(f"saved {args.png}")
     return 0
 

@@ -6,32 +6,42 @@ tools/models/grounding_targets.py soft_bands: the edge itself, but within half a
 Usage: .venv/bin/python bench/measure/band_ceiling.py [--data DIR] [--levels 10] [--split eval]
 Prints, per reader, the mean IoU and Acc@0.5 over the present items. Why: onepass places each
 edge at its read's expected band centre (onepass/kinds/box.py edges_box), so a model trained to
-name one band, and sure of it, can be no better than the first line. Sends nothing.
+name one band, and sure of it, can be no better than the first line. Each reader's bands are
+placed by that same edges_box, so the ceiling follows onepass's reading. Sends nothing.
 """
 import argparse
 import sys
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(BENCH / "data"), str(BENCH / "lib"), str(BENCH.parent / "tools" / "models")]
+sys.path[:0] = [str(BENCH.parent), str(BENCH / "data"), str(BENCH / "lib"),
+                str(BENCH.parent / "tools" / "models")]
 import box_metrics as bm  # noqa: E402
 import box_scenes  # noqa: E402
 from grounding_targets import band, soft_bands  # noqa: E402
 
-EDGES = ("left", "top", "right", "bottom")
+from onepass.kinds.box import EDGES, edges_box  # noqa: E402
 
 
 def readers(levels: int) -> dict:
-    """Each reader: an edge's fraction -> where onepass would place it."""
-    return {"one band, sure (band centre)": lambda f: (band(f, levels) + 0.5) / levels,
-            "soft targets (expected centre)": lambda f: sum(
-                (b + 0.5) / levels * w for b, w in soft_bands(f, levels))}
+    """Each reader: an edge's fraction -> the distribution over the bands its read gives."""
+    def spread(weighted):
+        probs = [0.0] * levels
+        for b, w in weighted:
+            probs[b] += w
+        return probs
+    return {"one band, sure (band centre)": lambda f: spread([(band(f, levels), 1.0)]),
+            "soft targets (expected centre)": lambda f: spread(soft_bands(f, levels))}
 
 
 def ceiling(items: list, read) -> tuple[float, float]:
-    """(mean IoU, Acc@0.5) of the present items' boxes with every edge read by `read`."""
-    ious = [bm.iou(it["box"], {e: read(it["box"][e]) for e in EDGES})
-            for it in items if it["present"]]
+    """(mean IoU, Acc@0.5) of the present items' boxes, each edge's read by `read` placed by
+    onepass's own edges_box."""
+    ious = []
+    for it in items:
+        if it["present"]:
+            placed, _ = edges_box([read(it["box"][e]) for e in EDGES])
+            ious.append(bm.iou(it["box"], dict(zip(EDGES, placed))))
     return sum(ious) / len(ious), sum(v >= 0.5 for v in ious) / len(ious)
 
 
