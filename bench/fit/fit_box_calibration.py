@@ -3,19 +3,22 @@
 Usage: .venv/bin/python bench/fit/fit_box_calibration.py --profile idefics3-tiny
        [--url http://127.0.0.1:8741 --data /tmp/onepass_box_scenes | --from-json FIT.json]
        [--mode generate] [--limit N] [--config serve_config.json] [--write] [--png reliability.png]
+       [--feature edges=log_area]
 Owns: getting per-item records (box_eval.run on the `fit` split, or a --from-json written by
-bench/measure/box_eval.py), fitting (a, b) of confidence = sigmoid(a * x_box_logprob + b) against
-the event IoU >= 0.5 (maximum likelihood, a weak L2 on a; over found answers on items whose object
-is present: a not-found answer's confidence is 0 whatever the map), fitting the present temperature
-T (raw = logit(present) * T_current, P = sigmoid(raw / T), minimum NLL over all answered items),
-the before/after table, the reliability diagram, and with --write the profile's
+bench/measure/box_eval.py), fitting (a, b) of confidence = sigmoid(a * x + b) against the event
+IoU >= 0.5 (maximum likelihood, a weak L2 on a; over found answers on items whose object is
+present: a not-found answer's confidence is 0 whatever the map), x the map's feature
+(kinds/box_confidence.py map_input: the record's x_box_logprob, or with --feature MODE=log_area
+the log of its box's area; default: what the profile's map reads), fitting the present
+temperature T (raw = logit(present) * T_current, P = sigmoid(raw / T), minimum NLL over all
+answered items), the before/after table, the reliability diagram, and with --write the profile's
 `vision.box.confidence`, `present_temperature` and `fitted` record. The confidence map is fitted
-per mode that made the box (generate, edges: each has its own feature, kinds/box.py MAPPED), from
-the records' x_box_mode (hybrid's records hold only the mode it answered, so fit each mode on its
-own run); a mode with no found box keeps its map. The server must serve the file as it is: the
-present temperature is fitted on reads recovered through the file's temperature, so restart the
-stack after a --write before the next fit (a second fit against the old stack gave 1.58 where
-the right value was 1.43, 2026-12-04).
+per mode that made the box (generate, edges: kinds/box_confidence.py MAPPED), from the records'
+x_box_mode (hybrid's records hold only the mode it answered, so fit each mode on its own run); a
+mode with no found box keeps its map. The server must serve the file as it is: the present
+temperature is fitted on reads recovered through the file's temperature, so restart the stack
+after a --write before the next fit (a second fit against the old stack gave 1.58 where the
+right value was 1.43, 2026-12-04).
 Never restarts the server, never touches other profiles or keys, never writes without --write.
 """
 import argparse
@@ -32,7 +35,7 @@ import box_metrics as bm  # noqa: E402
 import box_scenes  # noqa: E402
 
 sys.path.insert(0, str(BENCH.parent))
-from onepass.kinds.box import MAPPED, mode_map  # noqa: E402
+from onepass.kinds.box_confidence import FEATURES, MAPPED, map_input, mode_map  # noqa: E402
 
 CONFIG = BENCH.parent / "serve_config.json"
 BEFORE, AFTER = (200, 30, 30), (30, 60, 200)
@@ -59,12 +62,15 @@ def records_and_source(args) -> tuple:
     return result["records"], "fit", box_scenes.command(items[0] if items else {})
 
 
-def confidence_data(records: list, mode: str) -> tuple:
-    """(features, hits, confidences) of the found boxes `mode` made on present items."""
+def confidence_data(records: list, mode: str, feature: str = "logprob") -> tuple:
+    """(features, hits, confidences) of the found boxes `mode` made on present items; each
+    feature as the server computes it (map_input)."""
     rows = [r for r in records if r.get("present_true") and r.get("found")
             and r.get("hit") is not None and r.get("x_box_mode") == mode
             and isinstance(r.get("x_box_logprob"), (int, float))]
-    return ([r["x_box_logprob"] for r in rows], [bool(r["hit"]) for r in rows],
+    return ([map_input({"feature": feature}, r["x_box_logprob"],
+                       [r["box"][k] for k in ("left", "top", "right", "bottom")]) for r in rows],
+            [bool(r["hit"]) for r in rows],
             [float(r["confidence"] or 0.0) for r in rows])
 
 
@@ -121,15 +127,17 @@ def draw_reliability(path: str, panels: list) -> None:
 
 
 def write_config(path: Path, profile: str, maps: dict, t: float | None, fitted: dict) -> None:
-    """Set the three keys in the profile's vision.box (`maps`: mode -> (a, b), each mode in
-    MAPPED; the map per mode); json.dump indent=2 like the file itself."""
+    """Set the three keys in the profile's vision.box (`maps`: mode -> (a, b, feature), each
+    mode in MAPPED; the map per mode, its feature written when not the default log-prob);
+    json.dump indent=2 like the file itself."""
     text = path.read_text(encoding="utf-8")
     config = json.loads(text)
     if json.dumps(config, indent=2, ensure_ascii=False) + "\n" != text:
         print(f"warning: {path} was not in json.dump(indent=2) form; it will be now")
     box = config["profiles"][profile]["vision"]["box"]
     box["confidence"] = {mode: {"a": round(a, 4), "b": round(b, 4)}
-                         for mode, (a, b) in maps.items()}
+                         | ({"feature": feature} if feature != "logprob" else {})
+                         for mode, (a, b, feature) in maps.items()}
     if t is not None:
         box["present_temperature"] = round(t, 4)
     box["fitted"] = fitted
@@ -147,6 +155,9 @@ def main(argv=None) -> int:
     parser.add_argument("--profile", help="vision profile (default: the file's default_profile)")
     parser.add_argument("--write", action="store_true", help="write the fit into the profile")
     parser.add_argument("--png", help="save a reliability diagram (before/after) here")
+    parser.add_argument("--feature", action="append", default=[], metavar="MODE=FEATURE",
+                        help=f"what MODE's map reads ({', '.join(FEATURES)}); default: what "
+                        "the profile's map for it reads")
     args = parser.parse_args(argv)
     config_path = Path(args.config)
     config = json.loads(config_path.read_text(encoding="utf-8"))
@@ -155,23 +166,32 @@ def main(argv=None) -> int:
     if settings is None:
         parser.error(f"profile {profile!r} in {config_path} has no vision.box")
     t_current = float(settings.get("present_temperature", 1.0))
-    old = {mode: tuple(float(mode_map(settings.get("confidence", {"a": 1.0, "b": 0.0}), mode)[k])
-                       for k in ("a", "b")) for mode in MAPPED}
+    current = {mode: mode_map(settings.get("confidence", {"a": 1.0, "b": 0.0}), mode)
+               for mode in MAPPED}
+    old = {mode: (float(m["a"]), float(m["b"]), m.get("feature", "logprob"))
+           for mode, m in current.items()}
+    features = {mode: old[mode][2] for mode in MAPPED}
+    for given in args.feature:
+        mode, _, feature = given.partition("=")
+        if mode not in MAPPED or feature not in FEATURES:
+            parser.error(f"--feature {given}: MODE=FEATURE, MODE one of {', '.join(MAPPED)}, "
+                         f"FEATURE one of {', '.join(FEATURES)}")
+        features[mode] = feature
 
     records, split, data = records_and_source(args)
     maps, fitted_modes = dict(old), []
     rows = []  # (name, x label, outcomes, before, after): the table and the PNG's panels
     for mode in MAPPED:
-        xs, hits, conf_before = confidence_data(records, mode)
+        xs, hits, conf_before = confidence_data(records, mode, features[mode])
         if not xs:  # nothing to fit: keep the profile's map rather than reset it
             print(f"confidence ({mode}): no found boxes on present items; its map is kept")
             continue
         a, b, note = bm.fit_logistic(xs, hits)
         if note:
             print(f"confidence ({mode}): {note}")
-        maps[mode] = (a, b)
+        maps[mode] = (a, b, features[mode])
         fitted_modes.append(mode)
-        rows.append((f"confidence {mode}", "confidence", hits, conf_before,
+        rows.append((f"confidence {mode} ({features[mode]})", "confidence", hits, conf_before,
                      [bm.sigmoid(a * x + b) for x in xs]))
     raws, present_true, present_before = present_data(records, t_current)
     t, t_note = bm.fit_temperature(raws, present_true)
@@ -181,15 +201,16 @@ def main(argv=None) -> int:
     rows.append(("present", "present", present_true, present_before, present_after))
 
     for mode in MAPPED:
-        print(f"profile {profile}: confidence ({mode}) a,b {old[mode][0]:g},{old[mode][1]:g} -> "
-              f"{maps[mode][0]:.4f},{maps[mode][1]:.4f}")
+        print(f"profile {profile}: confidence ({mode}) a,b,feature {old[mode][0]:g},"
+              f"{old[mode][1]:g},{old[mode][2]} -> {maps[mode][0]:.4f},{maps[mode][1]:.4f},"
+              f"{maps[mode][2]}")
     print(f"profile {profile}: present_temperature {t_current:g} -> "
           f"{'unchanged' if t is None else f'{t:.4f}'}")
-    print(f"{'':22}{'n':>5}  {'ECE before':>10} {'after':>7}  {'NLL before':>10} {'after':>7}")
+    print(f"{'':30}{'n':>5}  {'ECE before':>10} {'after':>7}  {'NLL before':>10} {'after':>7}")
     for name, _, ys, before, after in rows:
         cells = [bm.ece(before, ys), bm.ece(after, ys), nll(before, ys), nll(after, ys)]
         shown = ["-" if v is None else f"{v:.3f}" for v in cells]
-        print(f"{name:22}{len(ys):5d}  {shown[0]:>10} {shown[1]:>7}  {shown[2]:>10} {shown[3]:>7}")
+        print(f"{name:30}{len(ys):5d}  {shown[0]:>10} {shown[1]:>7}  {shown[2]:>10} {shown[3]:>7}")
     print("(fitted and measured on the same fit half: check the eval half with "
           "bench/measure/box_eval.py)")
 

@@ -3,9 +3,9 @@
 Owns: the box question on /v1/systemone (instructions, `box.mode`, `kwargs.box.mode`), its plan
 (the `present` noul read; in edges and hybrid modes four edge reads; in generate and hybrid
 modes a generation under a JSON schema), combining those into its answer (present tempering,
-the generated or edge box, hybrid's pick, the confidence map), its rendering, its limits and
-settings, a vision profile's `vision.box` settings (check_settings), and reading the generated
-box and its coordinate-token log-probs.
+the generated or edge box, hybrid's pick and the confidence map, both box_confidence.py's),
+its rendering, its limits and settings, a vision profile's `vision.box` settings
+(check_settings), and reading the generated box and its coordinate-token log-probs.
 Never: calls vLLM (backend/ does) or converts coordinates itself (box_geometry.to_fractions).
 /v1/decisions has no box type: the registry lists this kind for /v1/systemone only.
 Design and status: docs/box.md.
@@ -18,6 +18,8 @@ from dataclasses import replace
 
 from ..decision import BOX, NOUL, SCORE, Answer, Box, Option, Question
 from . import box_geometry
+from .box_confidence import (MAPPED, check_maps, confidence, finite, hybrid, map_input,
+                             mode_map)
 from .base import MAX_LEVELS, Generation, Kind, Limit, Plan, generation_refusal
 
 MODES = ("generate", "edges", "hybrid")
@@ -26,10 +28,6 @@ DEFAULT_MODE = "generate"
 SETTINGS_KEYS = {"convention", "confidence", "present_temperature"}
 OPTIONAL_KEYS = {"fitted"}  # the record bench/fit/fit_box_calibration.py writes beside its fit
 EDGES = ("left", "top", "right", "bottom")
-# The modes that make a box, each with its own confidence feature: the generation's digit
-# tokens' mean log-prob, the edge reads' mean top-band log-prob. One {a, b} map fits both only
-# by chance (run 25: fitted on edges, generate's ECE was 0.66), so a profile may map each.
-MAPPED = ("generate", "edges")
 
 
 class BoxKind(Kind):
@@ -72,7 +70,8 @@ class BoxKind(Kind):
         edges = edge_feature = None
         if len(answers) > 1:
             edges, edge_feature = edges_box([a.probabilities for a in answers[1:5]])
-        sure = {mode: confidence(f, mode_map(settings["confidence"], mode)) if box else None
+        maps = {mode: mode_map(settings["confidence"], mode) for mode in MAPPED}
+        sure = {mode: confidence(map_input(maps[mode], f, box), maps[mode]) if box else None
                 for mode, box, f in (("generate", gen, feature), ("edges", edges, edge_feature))}
         used = q.mode if q.mode != "hybrid" else hybrid(sure["generate"], sure["edges"])
         fractions, feature, raw = ((gen, feature, raw) if used == "generate"
@@ -204,17 +203,6 @@ def edges_box(distributions) -> tuple[tuple, float]:
     return (left, top, right, bottom), feature
 
 
-def hybrid(generated: float | None, edges: float | None) -> str:
-    """Which mode's box a hybrid question answers, from each box's calibrated confidence (None:
-    that mode found no box): the more confident one, the generated one on a tie (or when
-    neither was found). Why not "the tighter of two agreeing boxes, else the generated one"
-    (until run 26): with a map per mode the confidences are comparable, and that rule answered
-    run 26's weaker generated box on most items (Acc@0.5 0.383 against edges' 0.840, docs/box.md)."""
-    if edges is None or (generated is not None and generated >= edges):
-        return "generate"
-    return "edges"
-
-
 def prompt_lines(q: Question, conv: box_geometry.Convention) -> list[str]:
     """The box generation's question lines, in the model's own convention, last line the reply
     line (as the layout expects). The schema enforces the shape; the words say what it means."""
@@ -236,15 +224,9 @@ def check_settings(raw) -> None:
         raise ValueError(f"vision.box needs exactly {', '.join(sorted(SETTINGS_KEYS))} (and "
                          "optionally the fit's record, fitted)")
     box_geometry.convention(raw["convention"])
-    conf, temp = raw["confidence"], raw["present_temperature"]
-    maps = ([conf.get(m) for m in MAPPED] if isinstance(conf, dict) and set(conf) == set(MAPPED)
-            else [conf])
-    if not all(isinstance(m, dict) and set(m) == {"a", "b"}
-               and all(_number(v) and abs(v) <= 1e3 for v in m.values()) for m in maps):
-        raise ValueError("vision.box.confidence needs numbers a and b within ±1000, for every "
-                         f"mode ({{\"a\": 1, \"b\": 0}}) or for each of {', '.join(MAPPED)} "
-                         "({\"generate\": {\"a\": 1, \"b\": 0}, \"edges\": ...})")
-    if not (_number(temp) and 1e-3 <= temp <= 1e3):
+    check_maps(raw["confidence"])
+    temp = raw["present_temperature"]
+    if not (finite(temp) and 1e-3 <= temp <= 1e3):
         raise ValueError("vision.box.present_temperature must be in [0.001, 1000]")
 
 
@@ -268,26 +250,6 @@ def read_generation(text: str, tokens) -> tuple:
     digits = [lp for tok, lp in tokens if any(ch.isdigit() for ch in tok)]
     mean = sum(digits) / len(digits) if digits else None
     return (raw if isinstance(raw, list) and len(raw) == 4 else None), mean
-
-
-def mode_map(conf: dict, mode: str) -> dict:
-    """The {a, b} map for a box made in `mode` (generate or edges): the profile's own for that
-    mode, or its one map for every mode."""
-    return conf[mode] if mode in conf else conf
-
-
-def confidence(mean_logprob, settings: dict) -> float:
-    """The calibrated P(IoU >= 0.5): a logistic map (mode_map's) of the box's feature, the
-    coordinate tokens' or the edge reads' mean log-prob, fitted per profile and mode
-    (bench/fit/fit_box_calibration.py). 0 without a feature."""
-    if mean_logprob is None:
-        return 0.0
-    z = settings["a"] * mean_logprob + settings["b"]
-    return 1.0 / (1.0 + math.exp(-z)) if z >= 0 else math.exp(z) / (1.0 + math.exp(z))
-
-
-def _number(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
 KIND = BoxKind()

@@ -14,7 +14,7 @@ from dataclasses import replace
 from onepass import parts
 from onepass.decision import BOX, NOUL, SCORE, Answer, Decision, Option, Outcome, Question
 from onepass.images.formats import Image
-from onepass.kinds import box, box_geometry
+from onepass.kinds import box, box_confidence, box_geometry
 from onepass.kinds.base import Job
 from onepass.kinds.box_geometry import convention
 from onepass.prompt.fitting import Selection
@@ -165,12 +165,13 @@ class TestPieces(unittest.TestCase):
         self.assertEqual(fr, (0.15, 0.05, 0.85, 0.95))
 
     def test_hybrid_answers_the_more_confident_box(self):
-        """box.hybrid: the mode whose box is more confident; generate on a tie or when neither
+        """box_confidence.hybrid: the mode whose box is more confident; generate on a tie or when neither
         found a box; the one that found a box when the other did not."""
-        self.assertEqual(box.hybrid(0.3, 0.8), "edges")
-        self.assertEqual(box.hybrid(0.8, 0.3), "generate")
-        self.assertEqual(box.hybrid(0.5, 0.5), "generate")
-        self.assertEqual((box.hybrid(None, 0.1), box.hybrid(0.1, None), box.hybrid(None, None)),
+        self.assertEqual(box_confidence.hybrid(0.3, 0.8), "edges")
+        self.assertEqual(box_confidence.hybrid(0.8, 0.3), "generate")
+        self.assertEqual(box_confidence.hybrid(0.5, 0.5), "generate")
+        pick = box_confidence.hybrid
+        self.assertEqual((pick(None, 0.1), pick(0.1, None), pick(None, None)),
                          ("edges", "generate", "generate"))
 
     def test_tempered(self):

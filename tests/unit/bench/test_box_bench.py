@@ -193,6 +193,22 @@ class TestEvalAndFitTools(unittest.TestCase):
         self.assertEqual(s["found_rate"], 0.5)
         self.assertEqual(s["present_accuracy"], 1.0)
 
+    def test_confidence_data_reads_what_the_server_reads(self):
+        """confidence_data: the records' found boxes of one mode on present items; with
+        log_area each feature is the log of the record's box area, as map_input serves it."""
+        box = {"left": 0.1, "top": 0.2, "right": 0.5, "bottom": 0.4}
+        records = [{"present_true": True, "found": True, "hit": True, "x_box_mode": "edges",
+                    "x_box_logprob": -0.3, "box": box, "confidence": 0.7},
+                   {"present_true": True, "found": True, "hit": False, "x_box_mode": "generate",
+                    "x_box_logprob": -1.0, "box": box, "confidence": 0.2},
+                   {"present_true": False, "found": True, "hit": None, "x_box_mode": "edges",
+                    "x_box_logprob": -0.1, "box": box, "confidence": 0.9}]
+        self.assertEqual(fit_box_calibration.confidence_data(records, "edges"),
+                         ([-0.3], [True], [0.7]))
+        xs, hits, _ = fit_box_calibration.confidence_data(records, "edges", "log_area")
+        self.assertAlmostEqual(xs[0], math.log(0.4 * 0.2))
+        self.assertEqual(hits, [True])
+
     def test_write_config_keeps_the_rest(self):
         original = (ROOT / "serve_config.json").read_text(encoding="utf-8")
         profile = next(name for name, p in json.loads(original)["profiles"].items()
@@ -203,13 +219,15 @@ class TestEvalAndFitTools(unittest.TestCase):
             path = Path(tmp) / "serve_config.json"
             path.write_text(original, encoding="utf-8")
             fit_box_calibration.write_config(
-                path, profile, {"generate": (1.5, -0.25), "edges": (-1.0, 0.5)}, 2.0, fitted)
+                path, profile, {"generate": (1.5, -0.25, "logprob"),
+                                "edges": (-1.0, 0.5, "log_area")}, 2.0, fitted)
             after = json.loads(path.read_text(encoding="utf-8"))
             self.assertEqual(path.read_text(encoding="utf-8"),
                              json.dumps(after, indent=2, ensure_ascii=False) + "\n")
         new_box = after["profiles"][profile]["vision"]["box"]
         self.assertEqual(new_box["confidence"], {"generate": {"a": 1.5, "b": -0.25},
-                                                 "edges": {"a": -1.0, "b": 0.5}})
+                                                 "edges": {"a": -1.0, "b": 0.5,
+                                                           "feature": "log_area"}})
         self.assertEqual((new_box["present_temperature"], new_box["fitted"]), (2.0, fitted))
         before = json.loads(original)
         before["profiles"][profile]["vision"]["box"] = new_box

@@ -14,7 +14,7 @@ from onepass.api import Limits, decisions, systemone
 from onepass.backend.warmup import png
 from onepass.decision import BOX, Question
 from onepass.errors import InvalidRequest
-from onepass.kinds import box, box_geometry
+from onepass.kinds import box, box_confidence, box_geometry
 from onepass.kinds.base import Limit
 from onepass.kinds.box_geometry import Convention, convention, to_fractions
 from onepass.profile import load_profile
@@ -89,14 +89,33 @@ class TestAnswer(unittest.TestCase):
         self.assertEqual(doc["box"], dict(zip(("left", "top", "right", "bottom"), KNOWN)))
 
     def test_confidence_map(self):
-        """box.confidence: a logistic of the coordinate tokens' mean log-prob, increasing in it,
+        """box_confidence.confidence: a logistic of the coordinate tokens' mean log-prob, increasing in it,
         finite at extremes, 0 when there were no coordinate tokens."""
         fit = {"a": 2.0, "b": 1.0}
-        values = [box.confidence(m, fit) for m in (-5.0, -1.0, -0.5, 0.0)]
+        values = [box_confidence.confidence(m, fit) for m in (-5.0, -1.0, -0.5, 0.0)]
         self.assertEqual(values, sorted(values))
         self.assertAlmostEqual(values[2], 0.5)  # a * -0.5 + b = 0
-        self.assertEqual(box.confidence(-1e6, {"a": 1e3, "b": 0.0}), 0.0)
-        self.assertEqual(box.confidence(None, fit), 0.0)
+        self.assertEqual(box_confidence.confidence(-1e6, {"a": 1e3, "b": 0.0}), 0.0)
+        self.assertEqual(box_confidence.confidence(None, fit), 0.0)
+
+    def test_a_map_may_read_the_box_area(self):
+        """map_input: the mean log-prob by default, the log of the box's area as a share of
+        the image with "feature": "log_area" (a degenerate box at MIN_AREA), None without a box;
+        check_settings takes either feature and refuses another, naming both."""
+        frac = (0.25, 0.5, 0.75, 0.625)
+        self.assertEqual(box_confidence.map_input({"a": 1, "b": 0}, -0.4, frac), -0.4)
+        area = {"a": 1, "b": 0, "feature": "log_area"}
+        self.assertAlmostEqual(box_confidence.map_input(area, -0.4, frac), math.log(0.5 * 0.125))
+        self.assertEqual(box_confidence.map_input(area, -0.4, (0.5, 0.5, 0.5, 0.9)),
+                         math.log(box_confidence.MIN_AREA))
+        self.assertIsNone(box_confidence.map_input({"feature": "log_area"}, -0.4, None))
+        base = {"convention": {"units": "grid", "order": "xyxy", "scale": 1000},
+                "present_temperature": 1.0}
+        area = {"a": 1.5, "b": 9.0, "feature": "log_area"}
+        box.check_settings({**base, "confidence": {"generate": {"a": 1, "b": 0}, "edges": area}})
+        with self.assertRaises(ValueError) as caught:
+            box.check_settings({**base, "confidence": {**area, "feature": "area"}})
+        self.assertIn("logprob or log_area", str(caught.exception))
 
     def test_one_map_or_one_per_mode(self):
         """check_settings takes one {a, b} for every mode or one for each of generate and
@@ -113,8 +132,8 @@ class TestAnswer(unittest.TestCase):
             with self.assertRaises(ValueError) as caught:
                 box.check_settings({**base, "confidence": bad})
             self.assertIn("for each of generate, edges", str(caught.exception))
-        self.assertEqual(box.mode_map(per, "edges"), per["edges"])
-        self.assertEqual(box.mode_map(one, "edges"), one)
+        self.assertEqual(box_confidence.mode_map(per, "edges"), per["edges"])
+        self.assertEqual(box_confidence.mode_map(one, "edges"), one)
 
     def test_read_generation(self):
         """box.read_generation: the box and the mean log-prob of the digit tokens only."""

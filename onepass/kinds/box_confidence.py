@@ -1,0 +1,78 @@
+"""A box's confidence: the calibrated P(IoU >= 0.5) of the box a mode made, and hybrid's pick.
+
+Owns: the map a vision profile's `vision.box.confidence` holds (one {a, b[, feature]} for every
+mode, or one per MAPPED mode) and its check, the number each map reads (map_input), the
+logistic itself, and which of two boxes a hybrid question answers.
+Never: reads or generates (kinds/box.py plans and combines), fits a map
+(bench/fit/fit_box_calibration.py does, on the box scenes' fit half).
+"""
+from __future__ import annotations
+
+import math
+
+# The modes that make a box, each with its own confidence feature: the generation's digit
+# tokens' mean log-prob, the edge reads' mean top-band log-prob. One {a, b} map fits both only
+# by chance (run 25: fitted on edges, generate's ECE was 0.66), so a profile may map each.
+MAPPED = ("generate", "edges")
+# What a map reads (its optional "feature"): the box's mean log-prob as above, or the log of
+# its area as a share of the image. Run 26's edge reads split between two bands on a precise
+# edge, so their log-prob no longer ranked hits (eval AUC 0.46); box size did (0.83: small
+# boxes miss IoU 0.5 by a band's width, large ones do not). docs/box.md, "Calibration".
+FEATURES = ("logprob", "log_area")
+MIN_AREA = 1e-6  # a degenerate (zero-width) box's area, so its log stays finite
+
+
+def check_maps(conf) -> None:
+    """`vision.box.confidence`: one map for every mode or one for each MAPPED mode, each with
+    numbers a and b and optionally a feature (ValueError names both forms)."""
+    maps = ([conf.get(m) for m in MAPPED] if isinstance(conf, dict) and set(conf) == set(MAPPED)
+            else [conf])
+    if not all(isinstance(m, dict) and {"a", "b"} <= set(m) <= {"a", "b", "feature"}
+               and m.get("feature", "logprob") in FEATURES
+               and all(finite(m[k]) and abs(m[k]) <= 1e3 for k in "ab") for m in maps):
+        raise ValueError("vision.box.confidence needs numbers a and b within ±1000 (and "
+                         f"optionally a feature: {' or '.join(FEATURES)}), for every mode "
+                         f"({{\"a\": 1, \"b\": 0}}) or for each of {', '.join(MAPPED)} "
+                         "({\"generate\": {\"a\": 1, \"b\": 0}, \"edges\": ...})")
+
+
+def mode_map(conf: dict, mode: str) -> dict:
+    """The {a, b} map for a box made in `mode` (generate or edges): the profile's own for that
+    mode, or its one map for every mode."""
+    return conf[mode] if mode in conf else conf
+
+
+def map_input(conf_map: dict, mean_logprob, fractions):
+    """The number `conf_map` reads (its "feature", FEATURES): the box's mean log-prob, or the
+    log of the box's area as a share of the image. None without a box or a log-prob."""
+    if mean_logprob is None or fractions is None:
+        return None
+    if conf_map.get("feature", "logprob") == "logprob":
+        return mean_logprob
+    left, top, right, bottom = fractions
+    return math.log(max((right - left) * (bottom - top), MIN_AREA))
+
+
+def confidence(x, settings: dict) -> float:
+    """The calibrated P(IoU >= 0.5): a logistic map (mode_map's) of the box's feature
+    (map_input's: the coordinate tokens' or the edge reads' mean log-prob, or the box's log
+    area), fitted per profile and mode (bench/fit/fit_box_calibration.py). 0 without one."""
+    if x is None:
+        return 0.0
+    z = settings["a"] * x + settings["b"]
+    return 1.0 / (1.0 + math.exp(-z)) if z >= 0 else math.exp(z) / (1.0 + math.exp(z))
+
+
+def hybrid(generated: float | None, edges: float | None) -> str:
+    """Which mode's box a hybrid question answers, from each box's calibrated confidence (None:
+    that mode found no box): the more confident one, the generated one on a tie (or when
+    neither was found). Why not "the tighter of two agreeing boxes, else the generated one"
+    (until run 26): with a map per mode the confidences are comparable, and that rule answered
+    run 26's weaker generated box on most items (Acc@0.5 0.383 against edges' 0.840, docs/box.md)."""
+    if edges is None or (generated is not None and generated >= edges):
+        return "generate"
+    return "edges"
+
+
+def finite(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
