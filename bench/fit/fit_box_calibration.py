@@ -10,9 +10,10 @@ IoU >= 0.5 (maximum likelihood, a weak L2 on a; over found answers on items whos
 present: a not-found answer's confidence is 0 whatever the map), x the map's feature
 (kinds/box_confidence.py map_input: the record's x_box_logprob, or with --feature MODE=log_area
 the log of its box's area; default: what the profile's map reads), fitting the present
-temperature T (raw = logit(present) * T_current, P = sigmoid(raw / T), minimum NLL over all
-answered items), the before/after table, the reliability diagram, and with --write the profile's
-`vision.box.confidence`, `present_temperature` and `fitted` record. The confidence map is fitted
+temperature T and bias c (raw = (logit(present) - c_current) * T_current, P = sigmoid(raw / T +
+c), maximum likelihood over all answered items: `present_fit`), the before/after table, the
+reliability diagram, and with --write the profile's `vision.box.confidence`,
+`present_temperature`, `present_bias` and `fitted` record. The confidence map is fitted
 per mode that made the box (generate, edges: kinds/box_confidence.py MAPPED), from the records'
 x_box_mode (hybrid's records hold only the mode it answered, so fit each mode on its own run); a
 mode with no found box keeps its map. The server must serve the file as it is: the present
@@ -74,11 +75,24 @@ def confidence_data(records: list, mode: str, feature: str = "logprob") -> tuple
             [float(r["confidence"] or 0.0) for r in rows])
 
 
-def present_data(records: list, t_current: float) -> tuple:
+def present_data(records: list, t_current: float, bias_current: float = 0.0) -> tuple:
+    """(the reads' own logits, truths, present as served): each logit recovered through the
+    served temperature and bias (kinds/box.py tempered)."""
     rows = [r for r in records if isinstance(r.get("present"), (int, float))]
-    return ([bm.logit(r["present"]) * t_current for r in rows],
+    return ([(bm.logit(r["present"]) - bias_current) * t_current for r in rows],
             [bool(r["present_true"]) for r in rows],
             [float(r["present"]) for r in rows])
+
+
+def present_fit(raws: list, ys: list) -> tuple:
+    """(T, bias, note): P = sigmoid(raw / T + bias) by maximum likelihood (a logistic in the
+    raw logit, T = 1 / its slope); the temperature alone, bias 0, where the slope is not
+    positive or T would leave kinds/box.py's [0.001, 1000] (or the bias its ±100)."""
+    a, b, note = bm.fit_logistic(raws, ys)
+    if a > 1e-3 and abs(b) <= 100:
+        return 1.0 / a, b, note
+    t, t_note = bm.fit_temperature(raws, ys)
+    return t, 0.0, "; ".join(n for n in (note, t_note, "temperature alone, bias 0") if n)
 
 
 def nll(probs: list, ys: list) -> float | None:
@@ -126,7 +140,8 @@ def draw_reliability(path: str, panels: list) -> None:
     image.save(path)
 
 
-def write_config(path: Path, profile: str, maps: dict, t: float | None, fitted: dict) -> None:
+def write_config(path: Path, profile: str, maps: dict, t: float | None, fitted: dict,
+                 bias: float | None = None) -> None:
     """Set the three keys in the profile's vision.box (`maps`: mode -> (a, b, feature), each
     mode in MAPPED; the map per mode, its feature written when not the default log-prob);
     json.dump indent=2 like the file itself."""
@@ -140,6 +155,8 @@ def write_config(path: Path, profile: str, maps: dict, t: float | None, fitted: 
                          for mode, (a, b, feature) in maps.items()}
     if t is not None:
         box["present_temperature"] = round(t, 4)
+    if bias is not None:
+        box["present_bias"] = round(bias, 4)
     box["fitted"] = fitted
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(json.dumps(config, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
@@ -166,6 +183,7 @@ def main(argv=None) -> int:
     if settings is None:
         parser.error(f"profile {profile!r} in {config_path} has no vision.box")
     t_current = float(settings.get("present_temperature", 1.0))
+    bias_current = float(settings.get("present_bias", 0.0))
     current = {mode: mode_map(settings.get("confidence", {"a": 1.0, "b": 0.0}), mode)
                for mode in MAPPED}
     old = {mode: (float(m["a"]), float(m["b"]), m.get("feature", "logprob"))
@@ -193,19 +211,19 @@ def main(argv=None) -> int:
         fitted_modes.append(mode)
         rows.append((f"confidence {mode} ({features[mode]})", "confidence", hits, conf_before,
                      [bm.sigmoid(a * x + b) for x in xs]))
-    raws, present_true, present_before = present_data(records, t_current)
-    t, t_note = bm.fit_temperature(raws, present_true)
+    raws, present_true, present_before = present_data(records, t_current, bias_current)
+    t, bias, t_note = present_fit(raws, present_true)
     if t_note:
         print(f"present: {t_note}")
-    present_after = [bm.sigmoid(z / t) for z in raws] if t else present_before
+    present_after = [bm.sigmoid(z / t + bias) for z in raws] if t else present_before
     rows.append(("present", "present", present_true, present_before, present_after))
 
     for mode in MAPPED:
         print(f"profile {profile}: confidence ({mode}) a,b,feature {old[mode][0]:g},"
               f"{old[mode][1]:g},{old[mode][2]} -> {maps[mode][0]:.4f},{maps[mode][1]:.4f},"
               f"{maps[mode][2]}")
-    print(f"profile {profile}: present_temperature {t_current:g} -> "
-          f"{'unchanged' if t is None else f'{t:.4f}'}")
+    print(f"profile {profile}: present_temperature, present_bias {t_current:g}, "
+          f"{bias_current:g} -> {'unchanged' if t is None else f'{t:.4f}, {bias:.4f}'}")
     print(f"{'':30}{'n':>5}  {'ECE before':>10} {'after':>7}  {'NLL before':>10} {'after':>7}")
     for name, _, ys, before, after in rows:
         cells = [bm.ece(before, ys), bm.ece(after, ys), nll(before, ys), nll(after, ys)]
@@ -222,9 +240,9 @@ def main(argv=None) -> int:
         print("nothing was answered: not writing")
         return 1
     if args.write:
-        write_config(config_path, profile, maps, t, fitted)
+        write_config(config_path, profile, maps, t, fitted, bias if t else None)
         print(f"wrote {config_path}: profiles.{profile}.vision.box (confidence, "
-              f"present_temperature, fitted {json.dumps(fitted)}); restart the stack before "
+              f"present_temperature, present_bias, fitted {json.dumps(fitted)}); restart the stack before "
               "another fit or an eval")
     else:
         print(f"dry run (no --write): would set fitted = {json.dumps(fitted)}")

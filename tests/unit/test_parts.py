@@ -180,6 +180,17 @@ class TestPieces(unittest.TestCase):
         self.assertEqual((box.tempered(0.0, 3.0), box.tempered(1.0, 3.0)), (0.0, 1.0))
         self.assertTrue(0.5 < box.tempered(0.8, 2.0) < 0.8)
         self.assertTrue(0.2 < box.tempered(0.2, 2.0) < 0.5)
+        # the bias shifts the logit after the temperature: 0.5 -> sigmoid(bias), ends kept
+        self.assertAlmostEqual(box.tempered(0.5, 2.0, 1.0), 1 / (1 + math.exp(-1.0)))
+        self.assertAlmostEqual(box.tempered(0.8, 0.5, -0.3),
+                               1 / (1 + math.exp(-(math.log(4.0) / 0.5 - 0.3))))
+        self.assertEqual((box.tempered(0.0, 1.0, 2.0), box.tempered(1.0, 1.0, -2.0)), (0.0, 1.0))
+        good = {"convention": {"units": "grid", "order": "xyxy", "scale": 1000},
+                "confidence": {"a": 1.0, "b": 0.0}, "present_temperature": 1.0}
+        box.check_settings({**good, "present_bias": -2.5})
+        for bad in (float("nan"), 101.0, "1"):
+            with self.assertRaises(ValueError):
+                box.check_settings({**good, "present_bias": bad})
 
     def test_resized_like_the_processor(self):
         """box_geometry.resized: sides rounded to the factor, then scaled into the pixel

@@ -90,6 +90,21 @@ class TestMetrics(unittest.TestCase):
         self.assertEqual(note, "")
         self.assertEqual(bm.fit_temperature([0.0, 0.0], [True, False])[0], None)
 
+    def test_present_fit_recovers_known_t_and_bias(self):
+        """fit_box_calibration.present_fit: T and bias of sigmoid(raw / T + bias) from reads
+        drawn so; present_data recovers each read's logit through the served T and bias."""
+        rng = random.Random(12)
+        raws = [rng.gauss(0.0, 4.0) for _ in range(5000)]
+        ys = [rng.random() < bm.sigmoid(z / 2.0 - 1.5) for z in raws]
+        t, bias, _ = fit_box_calibration.present_fit(raws, ys)
+        self.assertAlmostEqual(t, 2.0, delta=0.2)
+        self.assertAlmostEqual(bias, -1.5, delta=0.15)
+        served = [{"present": bm.sigmoid(z / 2.0 - 1.5), "present_true": y}
+                  for z, y in zip(raws[:5], ys)]
+        back, _, _ = fit_box_calibration.present_data(served, 2.0, -1.5)
+        for got, want in zip(back, raws):
+            self.assertAlmostEqual(got, want, places=6)
+
 
 class TestScenes(unittest.TestCase):
     @classmethod
@@ -220,7 +235,7 @@ class TestEvalAndFitTools(unittest.TestCase):
             path.write_text(original, encoding="utf-8")
             fit_box_calibration.write_config(
                 path, profile, {"generate": (1.5, -0.25, "logprob"),
-                                "edges": (-1.0, 0.5, "log_area")}, 2.0, fitted)
+                                "edges": (-1.0, 0.5, "log_area")}, 2.0, fitted, -0.75)
             after = json.loads(path.read_text(encoding="utf-8"))
             self.assertEqual(path.read_text(encoding="utf-8"),
                              json.dumps(after, indent=2, ensure_ascii=False) + "\n")
@@ -228,7 +243,8 @@ class TestEvalAndFitTools(unittest.TestCase):
         self.assertEqual(new_box["confidence"], {"generate": {"a": 1.5, "b": -0.25},
                                                  "edges": {"a": -1.0, "b": 0.5,
                                                            "feature": "log_area"}})
-        self.assertEqual((new_box["present_temperature"], new_box["fitted"]), (2.0, fitted))
+        self.assertEqual((new_box["present_temperature"], new_box["present_bias"],
+                          new_box["fitted"]), (2.0, -0.75, fitted))
         before = json.loads(original)
         before["profiles"][profile]["vision"]["box"] = new_box
         self.assertEqual(before, after)  # nothing else moved
