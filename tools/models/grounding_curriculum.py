@@ -102,3 +102,23 @@ def crowd(item: dict, stage: int, rng: random.Random) -> dict:
         if box_scenes.resolve(item["expression"], kept) == [keep.index(target)]:
             return {**item, "objects": kept, "target": keep.index(target)}
     return box_scenes.solo(item, rng)
+
+
+def misnamed(item: dict, rng: random.Random) -> dict | None:
+    """A present item's own scene under words that name nothing in it: the same image asked
+    `present` with the answer No (--misname). Named as box_scenes names its targets: by a colour
+    or a shape the target is not, or by both with one of them the target's (a near miss). None
+    when another object answers to the words (resolve), so the No stays true.
+    Why: on lone targets no edge or box needs the words, and an absent item's image differs
+    from a present one's, so `present` was learnt from the words' count (run 26) or not at all
+    (run 27); the same picture asked both ways can only be told apart by reading both."""
+    obj = item["objects"][item["target"]]
+    colour = rng.choice([c for c in box_scenes.COLOURS if c != obj["colour"]])
+    shape = rng.choice([s for s in box_scenes.SHAPES if s != obj["shape"]])
+    expr = rng.choice(({"colour": colour}, {"shape": shape},
+                       rng.choice(({"colour": colour, "shape": obj["shape"]},
+                                   {"colour": obj["colour"], "shape": shape}))))
+    if box_scenes.resolve(expr, item["objects"]):
+        return None
+    return {**item, "expression": expr, "instructions": box_scenes.describe(expr),
+            "present": False, "target": None, "box": None}

@@ -5,7 +5,7 @@ from pathlib import Path
 
 COLOURS = {"present": ((200, 40, 40), "red"), "edge": ((40, 140, 40), "green"),
            "box": ((40, 80, 220), "blue"), "aux": ((150, 60, 180), "purple"),
-           "asked": ((230, 140, 20), "orange")}
+           "asked": ((230, 140, 20), "orange"), "read": ((20, 170, 170), "teal")}
 MARKS = {"edges_open": "edges", "crowd": "crowd"}  # the gate's columns: a mark at each stage
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import build_vlm
 import grounding_targets
 
-KINDS = ("present", "edge", "box", "aux", "asked")
+KINDS = ("present", "edge", "box", "aux", "asked", "read")
 AUX_WEIGHT = 1.0  # the dense targets' loss beside the answers' (grounding_targets.py)
 ASKED_LAYER = 2  # of 4: the asked targets are read here, two layers before the answer
 
@@ -20,7 +20,7 @@ def collate(batch):
     pv = torch.zeros((len(batch), tiles, *batch[0][1].shape[1:]))
     pm = torch.zeros((len(batch), tiles, *batch[0][2].shape[1:]), dtype=torch.bool)
     rows, cols, targets, weights = [], [], [], []
-    for b, (seq, pixels, pmask, n, *_, soft) in enumerate(batch):
+    for b, (seq, pixels, pmask, n, _, _, _, soft, _) in enumerate(batch):
         ids[b, :len(seq)] = torch.tensor(seq)
         mask[b, :len(seq)] = 1
         pv[b, :pixels.shape[0]] = pixels
@@ -34,8 +34,10 @@ def collate(batch):
             weights.append([w for _, w in pair] + [0.0] * (2 - len(pair)))
     cells = torch.tensor([example[5] for example in batch])
     wanted = torch.tensor([example[6] for example in batch])
+    read = torch.tensor([example[8] for example in batch])[:, None]  # (B, 1, len(READ))
+    last = torch.tensor([len(seq) - n - 1 for seq, _, _, n, *_ in batch])  # the answer's input
     return (ids, mask, pv, pm, torch.tensor(rows), torch.tensor(cols), torch.tensor(targets),
-            torch.tensor(weights), cells, wanted)
+            torch.tensor(weights), cells, wanted, read, last)
 
 
 def token_loss(logits, targets, weights):
@@ -45,12 +47,13 @@ def token_loss(logits, targets, weights):
     return -(F.log_softmax(logits, -1).gather(1, targets) * weights).sum(1)
 
 
-def losses(model, heads, batch, present_weight: float = 1.0):
+def losses(model, heads, batch, present_weight: float = 1.0, read_weight: float = 0.0):
     """Mean cross-entropy over target tokens (a present read's times `present_weight`; a soft
     target's against its weighted bands) plus AUX_WEIGHT times the dense targets' loss on the
-    image tokens as the language model receives them; and each part, unweighted (the curve)."""
+    image tokens as the language model receives them, plus `read_weight` times the read
+    targets' loss on the answer's input at ASKED_LAYER; and each part, unweighted (the curve)."""
     import torch
-    ids, mask, pv, pm, rows, cols, targets, weights, cells, wanted = collate(batch)
+    ids, mask, pv, pm, rows, cols, targets, weights, cells, wanted, read, last = collate(batch)
     out = model.model(input_ids=ids, attention_mask=mask, pixel_values=pv,
                       pixel_attention_mask=pm, output_hidden_states=True)
     logits = model.lm_head(out.last_hidden_state[rows, cols])
@@ -67,4 +70,8 @@ def losses(model, heads, batch, present_weight: float = 1.0):
         parts.append(grounding_targets.loss(head, image.view(len(batch), -1, image.shape[-1]),
                                             want, groups))
     per_kind["aux"], per_kind["asked"] = (float(part.detach()) for part in parts)
-    return (each * scale).mean() + AUX_WEIGHT * (parts[0] + parts[1]), per_kind
+    answer_input = out.hidden_states[ASKED_LAYER][torch.arange(len(batch)), last][:, None]
+    said = grounding_targets.loss(heads[2], answer_input, read, grounding_targets.READ)
+    per_kind["read"] = float(said.detach())
+    return ((each * scale).mean() + AUX_WEIGHT * (parts[0] + parts[1]) + read_weight * said,
+            per_kind)

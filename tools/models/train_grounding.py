@@ -27,11 +27,8 @@ the crowd stage: an index into grounding_curriculum.CROWD_STAGES), as curve.tsv.
 from __future__ import annotations
 
 import argparse
-import base64
-import io
 import json
 import math
-import random
 import sys
 import tempfile
 import time
@@ -44,90 +41,13 @@ import build_grounding  # noqa: E402
 import build_vlm  # noqa: E402
 import grounding_curve  # noqa: E402
 from grounding_loss import KINDS, losses  # noqa: E402
-from grounding_curriculum import CROWD_STAGES, GATE, crowd, probe, share, short  # noqa: E402
+from grounding_curriculum import CROWD_STAGES, GATE  # noqa: E402
+from grounding_examples import Examples  # noqa: E402
 import grounding_prompts  # noqa: E402
 import grounding_targets  # noqa: E402
-import box_scenes  # noqa: E402  (grounding_prompts puts bench/data on the path)
 from model_manifest import sha256  # noqa: E402
 
 HEADS = "heads.safetensors"  # the dense targets' heads (grounding_targets.head_tensors)
-
-
-class Examples:
-    """An endless, seeded stream of tokenized examples: (input ids, pixel values, pixel mask,
-    number of target tokens, kind, the image tokens' dense targets, their asked targets)."""
-
-    def __init__(self, model_dir: Path, profile: str, scene_seed: int, seed: int):
-        from transformers import AutoProcessor, AutoTokenizer
-        self.tok = AutoTokenizer.from_pretrained(model_dir)
-        self.processor = AutoProcessor.from_pretrained(model_dir)
-        self.main = grounding_prompts.service(profile, self.tok)
-        self.scene_seed, self.index, self.rng = scene_seed, 0, random.Random(seed)
-        self.pool, self.used = [], set()
-        self.progress = 0.0  # of the clock: the curriculum's shares follow it
-        self.open = 1  # edges asked (the gate)
-        self.crowd = None  # --start onepass: the gate's crowd stage (CROWD_STAGES index)
-        self.rewords = True  # probe and short may reword onepass's prompts (--start probe)
-        self.only = None  # --only: the example kinds kept (the others are never asked)
-        self.soft = None  # --soft-edges: the score labels' token ids, each band's
-
-    def scene(self):
-        from PIL import Image
-        item = box_scenes.make_item(self.scene_seed, self.index, 0)
-        self.index += 1
-        if self.crowd is not None:
-            item = crowd(item, self.crowd, self.rng)
-        elif self.rng.random() < share("solo", self.progress):
-            item = box_scenes.solo(item, self.rng)
-        image = box_scenes.render(item)
-        url = box_scenes.data_url(image)
-        rgb = Image.open(io.BytesIO(base64.b64decode(url.split(",", 1)[1]))).convert("RGB")
-        asked = grounding_prompts.examples(*self.main, item, url)
-        edges = [a for a in asked if a[2] == "edge"][:self.open]  # left first
-        four = self.rng.random() < share("four_edges", self.progress)
-        others = [a for a in asked if a[2] != "edge" and (
-            self.only and a[2] in self.only or self.rng.random() < share("others", self.progress))]
-        asked = others + (edges if four else self.rng.sample(edges, min(1, len(edges))))
-        asked = [a for a in asked if not self.only or a[2] in self.only]
-        cells = grounding_targets.cell_targets(item)
-        for messages, target, kind in asked:
-            edge = grounding_prompts.edge_of(messages) if kind == "edge" else None
-            wanted = grounding_targets.asked_targets(item, edge)
-            if self.rewords and edge and self.rng.random() < share("probe", self.progress):
-                messages = probe(edge)
-            elif self.rewords and self.rng.random() < share("short", self.progress):
-                messages = short(messages, kind)
-            prompt = self.tok.apply_chat_template(messages, tokenize=False,
-                                                  add_generation_prompt=True)
-            enc = self.processor(text=prompt, images=[rgb], return_tensors="pt")
-            target_ids = self.tok.encode(target, add_special_tokens=False)
-            if kind == "box":
-                target_ids.append(build_vlm.EOS_ID)
-            soft = None
-            if edge and self.soft:  # the label's one token spread over two bands
-                soft = [(self.soft[b], w) for b, w in grounding_targets.soft_bands(
-                    item["box"][edge], len(self.soft))]
-            seq = enc["input_ids"][0].tolist() + target_ids
-            self.used.update(seq)
-            self.pool.append((seq, enc["pixel_values"][0], enc["pixel_attention_mask"][0],
-                              len(target_ids), kind, cells, wanted, soft))
-
-    def widen(self) -> bool:
-        """The gate's next stage: another edge asked, then the next crowd stage (more of the
-        scene's other objects); True once everything is in and the clock may start."""
-        if self.open < len(grounding_prompts.EDGE_FIELDS):
-            self.open += 1
-        elif self.crowd is not None and self.crowd < len(CROWD_STAGES) - 1:
-            self.crowd += 1
-        return (self.open == len(grounding_prompts.EDGE_FIELDS)
-                and self.crowd in (None, len(CROWD_STAGES) - 1))
-
-    def batch(self, n: int) -> list:
-        while len(self.pool) < 4 * n:
-            self.scene()
-        self.rng.shuffle(self.pool)
-        out, self.pool = self.pool[:n], self.pool[n:]
-        return out
 
 
 def record_digests(ship: Path, files: Path, tok) -> None:
@@ -172,6 +92,12 @@ def main(argv=None) -> int:
                         "centre onepass reads is the edge itself (grounding_targets.soft_bands)")
     parser.add_argument("--present-weight", type=float, default=1.0, help="the present "
                         "read's loss, times this (the others' stay at 1)")
+    parser.add_argument("--misname", type=float, default=0.0, help="this share of present "
+                        "scenes is also asked `present` under words that miss its target "
+                        "(grounding_curriculum.misnamed: the same image, the answer No)")
+    parser.add_argument("--read-weight", type=float, default=0.0, help="the read targets' "
+                        "loss (grounding_targets.read_targets: the colour and shape named, and "
+                        "which are in the image, on the answer's input), times this; 0: off")
     parser.add_argument("--heads-first", type=int, default=0, help="with --init from a run "
                         "that shipped no heads: this many steps train the dense targets' heads "
                         "alone, so their first (random) gradients never reach the trained model")
@@ -213,6 +139,7 @@ def main(argv=None) -> int:
     tok = build_grounding.prepare(files, Path(args.tokenizer))
     data = Examples(files, args.profile, args.scene_seed, args.seed)
     data.only = set(args.only.split(",")) - {""} or None
+    data.misname = args.misname
     data.soft = grounding_prompts.band_tokens(data.main[0], tok) if args.soft_edges else None
     model = build_grounding.new_model(tok)
     if args.init:
@@ -226,7 +153,8 @@ def main(argv=None) -> int:
     # the dense targets' heads: trained beside the model, never served (a run ships them for
     # the next one's --init)
     heads = [torch.nn.Linear(model.config.text_config.hidden_size, width)
-             for width in (grounding_targets.WIDTH, sum(grounding_targets.ASKED))]
+             for width in (grounding_targets.WIDTH, sum(grounding_targets.ASKED),
+                           sum(grounding_targets.READ))]
     if args.init and (Path(args.init) / HEADS).exists():
         grounding_targets.load_heads(heads, load_file(Path(args.init) / HEADS))
     embed = model.get_input_embeddings().weight
@@ -260,7 +188,7 @@ def main(argv=None) -> int:
                          else (step - opened) / (args.steps - opened))
         batch = data.batch(args.batch)
         seen_rows[torch.tensor(sorted(data.used))] = True
-        loss, per_kind = losses(model, heads, batch, args.present_weight)
+        loss, per_kind = losses(model, heads, batch, args.present_weight, args.read_weight)
         opt.zero_grad()
         loss.backward()
         if step <= args.heads_first:  # AdamW leaves a parameter without a gradient as it is

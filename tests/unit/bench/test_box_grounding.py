@@ -116,7 +116,59 @@ class SoloTest(unittest.TestCase):
         self.assertGreater(absent, 10)
 
 
+    def test_a_misnamed_scene_keeps_its_image_and_names_nothing_in_it(self):
+        """grounding_curriculum.misnamed: the same objects, words that resolve to none of them
+        (so `present` is truly No), named by one word or two as box_scenes names targets; None
+        only when another object answers to the words."""
+        rng, forms, made = random.Random(3), set(), 0
+        for i in range(300):
+            item = box_scenes.make_item(7, i, 0)
+            if not item["present"]:
+                continue
+            for scene in (item, box_scenes.solo(item, rng)):
+                out = grounding_curriculum.misnamed(scene, rng)
+                if out is None:
+                    continue
+                made += 1
+                self.assertEqual(out["objects"], scene["objects"])
+                self.assertEqual((out["present"], out["target"], out["box"]), (False, None, None))
+                self.assertEqual(box_scenes.resolve(out["expression"], out["objects"]), [])
+                self.assertEqual(out["instructions"], box_scenes.describe(out["expression"]))
+                forms.add(tuple(sorted(out["expression"])))
+        self.assertGreater(made, 300)
+        self.assertEqual(forms, {("colour",), ("shape",), ("colour", "shape")})
+
+
+class ReadTargetsTest(unittest.TestCase):
+    def test_the_read_targets_name_the_words_and_what_is_seen(self):
+        """read_targets: the named colour and shape (0: not named), then one flag per colour and
+        per shape in the image, in grounding_targets' order."""
+        objects = [{"colour": "blue", "shape": "star"}, {"colour": "red", "shape": "star"}]
+        got = gt.read_targets({"expression": {"colour": "green"}, "objects": objects})
+        self.assertEqual(len(got), len(gt.READ))
+        self.assertEqual(got[:2], [1 + gt.COLOURS.index("green"), 0])
+        self.assertEqual(got[2:7], [int(c in ("blue", "red")) for c in gt.COLOURS])
+        self.assertEqual(got[7:], [int(s == "star") for s in gt.SHAPES])
+        got = gt.read_targets({"expression": {"shape": "star", "superlative": "largest"},
+                               "objects": objects})
+        self.assertEqual(got[:2], [0, 1 + gt.SHAPES.index("star")])
+
+    def test_heads_a_run_did_not_ship_keep_their_start(self):
+        """load_heads: each shipped head is loaded; one the run did not ship stays as seeded."""
+        try:
+            import torch
+        except ImportError:
+            self.skipTest("torch is in the venv only")
+        heads = [torch.nn.Linear(3, 2), torch.nn.Linear(3, 4)]
+        shipped = gt.head_tensors([torch.nn.Linear(3, 2)])
+        before = heads[1].weight.detach().clone()
+        gt.load_heads(heads, shipped)
+        self.assertTrue(torch.equal(heads[0].weight, shipped["0.weight"]))
+        self.assertTrue(torch.equal(heads[1].weight, before))
+
+
 class CellTargetsTest(unittest.TestCase):
+
     def test_a_known_square(self):
         """A 256 x 192 image (stretched to the 128 x 128 view): a square at px [64, 32, 128, 96)
         is [32, 21.3, 64, 64) in the view, so it covers cells x 1, y 0-1; its edges are 0.25,
