@@ -163,7 +163,8 @@ def answer(fractions, confidence: float, present: float, mode: str,
 
 def present_question(q: Question) -> Question:
     """The yes/no question whose P(yes) is `present`: read like any noul (its labels, the image
-    temperature, vision.box.present_temperature on top), never from the box generation."""
+    temperature, vision.box.present_temperature and present_bias on top), never from the box
+    generation."""
     return Question(NOUL, f"Is this visible in the image(s): {q.instructions}?",
                     (Option("true", "it is visible"), Option("false", "it is not visible")))
 

@@ -60,6 +60,7 @@ class Examples:
         asked = others + (edges if four else self.rng.sample(edges, min(1, len(edges))))
         asked = [a + (item,) for a in asked if not self.only or a[2] in self.only]
         other = (misnamed(item, self.rng) if item["present"] and self.misname
+                 and (not self.only or "present" in self.only)
                  and self.rng.random() < self.misname else None)
         if other is not None:  # the same image, asked `present` of words that miss
             asked.append(grounding_prompts.examples(*self.main, other, url)[0] + (other,))
