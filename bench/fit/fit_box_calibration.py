@@ -36,6 +36,7 @@ import box_metrics as bm  # noqa: E402
 import box_scenes  # noqa: E402
 
 sys.path.insert(0, str(BENCH.parent))
+from onepass.kinds.box import EDGES  # noqa: E402
 from onepass.kinds.box_confidence import FEATURES, MAPPED, map_input, mode_map  # noqa: E402
 
 CONFIG = BENCH.parent / "serve_config.json"
@@ -69,8 +70,8 @@ def confidence_data(records: list, mode: str, feature: str = "logprob") -> tuple
     rows = [r for r in records if r.get("present_true") and r.get("found")
             and r.get("hit") is not None and r.get("x_box_mode") == mode
             and isinstance(r.get("x_box_logprob"), (int, float))]
-    return ([map_input({"feature": feature}, r["x_box_logprob"],
-                       [r["box"][k] for k in ("left", "top", "right", "bottom")]) for r in rows],
+    return ([map_input({"feature": feature}, r["x_box_logprob"], [r["box"][e] for e in EDGES])
+             for r in rows],
             [bool(r["hit"]) for r in rows],
             [float(r["confidence"] or 0.0) for r in rows])
 
@@ -242,8 +243,8 @@ def main(argv=None) -> int:
     if args.write:
         write_config(config_path, profile, maps, t, fitted, bias if t else None)
         print(f"wrote {config_path}: profiles.{profile}.vision.box (confidence, "
-              f"present_temperature, present_bias, fitted {json.dumps(fitted)}); restart the stack before "
-              "another fit or an eval")
+              f"present_temperature, present_bias, fitted {json.dumps(fitted)}); restart the "
+              "stack before another fit or an eval")
     else:
         print(f"dry run (no --write): would set fitted = {json.dumps(fitted)}")
     if args.png:

@@ -68,7 +68,8 @@ def hybrid(generated: float | None, edges: float | None) -> str:
     that mode found no box): the more confident one, the generated one on a tie (or when
     neither was found). Why not "the tighter of two agreeing boxes, else the generated one"
     (until run 26): with a map per mode the confidences are comparable, and that rule answered
-    run 26's weaker generated box on most items (Acc@0.5 0.383 against edges' 0.840, docs/box.md)."""
+    run 26's weaker generated box on most items (Acc@0.5 0.383 against edges' 0.840,
+    docs/box.md)."""
     if edges is None or (generated is not None and generated >= edges):
         return "generate"
     return "edges"

@@ -7,8 +7,9 @@ torch kernels build it.
 
 The model reads a lone object and whether it is the one named; it does not yet pick the named
 object out of a crowd (docs/box.md), so the items are the eval half of the --solo set (one
-object each: a present item's target, an absent item's near miss or unlike object). The bars are derived from the recorded eval of the
-same items on the same profile: two standard errors below it, for another CPU's rounding.
+object each: a present item's target, an absent item's near miss or unlike object). The bars
+are derived from the recorded eval of the same items on the same profile: two standard errors
+below it, for another CPU's rounding.
 """
 import json
 import math
