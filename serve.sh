@@ -107,16 +107,16 @@ setup() {
     # weights come from the optional lock deps/models.txt.
     local embedded; embedded=$(profile_field embedded)
     case "$embedded" in
-      ""|smollm2-135m-instruct|idefics3-tiny|idefics3-grounding)
+      ""|smollm2-135m-instruct|idefics3-tiny|idefics3-grounding|idefics3-grounding-yxyx)
         MODEL=$(export HF_HUB_OFFLINE=1; run "$PY" "$ROOT/tools/models/build_model.py" \
           "$CACHE/models/smollm2-135m-instruct" | tail -n 1) || exit 10
         case "$embedded" in  # both borrow the SmolLM2 tokenizer just built
           idefics3-tiny) MODEL=$(export HF_HUB_OFFLINE=1; run "$PY" \
             "$ROOT/tools/models/build_vlm.py" "$CACHE/models/idefics3-tiny" \
             | tail -n 1) || exit 10 ;;
-          idefics3-grounding) MODEL=$(export HF_HUB_OFFLINE=1; run "$PY" \
-            "$ROOT/tools/models/build_grounding.py" "$CACHE/models/idefics3-grounding" \
-            | tail -n 1) || exit 10 ;;  # from models/idefics3-grounding/ (docs/box.md)
+          idefics3-grounding*) MODEL=$(export HF_HUB_OFFLINE=1; run "$PY" \
+            "$ROOT/tools/models/build_grounding.py" "$CACHE/models/$embedded" --model \
+            "$embedded" | tail -n 1) || exit 10 ;;  # from models/$embedded/ (docs/box.md)
         esac ;;
       *) setup_models "$embedded"
         MODEL=$(export HF_HUB_OFFLINE=1; run "$PY" "$ROOT/tools/models/build_model.py" \

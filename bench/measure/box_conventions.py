@@ -3,15 +3,19 @@ box, a wrong one loses it. The conversion code is then tested by what it does to
 
 Usage: .venv/bin/python bench/measure/box_conventions.py EVAL.json [--data DIR]
        [--profile idefics3-tiny]
+       .venv/bin/python bench/measure/box_conventions.py --profile P --declare NAME
+       --write-config OUT.json   (serve_config.json with P declaring CONVENTIONS[NAME]: a shim
+       started with --config OUT.json serves P's model through that convention, words and all)
 EVAL.json: bench/measure/box_eval.py --json of a generate or hybrid run (its records keep the
 numbers the model wrote, x_box_raw). Prints, for the profile's convention and each of
 CONVENTIONS, the mean IoU and Acc@0.5 over the present items whose generation wrote numbers,
 and the paired gap to the profile's convention with its standard error.
 Owns: re-reading x_box_raw through onepass/kinds/box_geometry.py's to_fractions for each
-convention (what a profile declaring it would answer, the model unchanged). Never talks to a
-server; box_eval.py made the answers.
+convention (what a profile declaring it would answer, the model unchanged), and the profile file
+of a declared convention. Never talks to a server; box_eval.py made the answers.
 """
 import argparse
+import copy
 import json
 import math
 import sys
@@ -73,13 +77,37 @@ def compare(records: list, items: dict, own: dict) -> dict:
     return out
 
 
+def declared(config: dict, profile: str, conv: dict) -> dict:
+    """A copy of the profile file CONFIG in which PROFILE declares CONV as its box convention,
+    everything else (the model, its maps) unchanged."""
+    out = copy.deepcopy(config)
+    out["profiles"][profile]["vision"]["box"]["convention"] = dict(conv)
+    return out
+
+
+def write_declared(profile: str, name: str, path: Path) -> None:
+    config = json.loads((ROOT / "serve_config.json").read_text(encoding="utf-8"))
+    path.write_text(json.dumps(declared(config, profile, CONVENTIONS[name]), indent=2) + "\n",
+                    encoding="utf-8")
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("eval_json")
+    parser.add_argument("eval_json", nargs="?")
     parser.add_argument("--data", default=box_scenes.DEFAULT_OUT)
     parser.add_argument("--profile", default="idefics3-tiny",
                         help="the vision profile whose convention is the one the model was asked in")
+    parser.add_argument("--declare", choices=sorted(CONVENTIONS),
+                        help="with --write-config: the convention the profile is made to declare")
+    parser.add_argument("--write-config", type=Path)
     args = parser.parse_args(argv)
+    if (args.declare is None) != (args.write_config is None) or not (args.eval_json
+                                                                      or args.declare):
+        parser.error("give EVAL.json, or --declare NAME with --write-config OUT")
+    if args.declare:
+        write_declared(args.profile, args.declare, args.write_config)
+        print(args.write_config)
+        return 0
     records = json.loads(Path(args.eval_json).read_text())["records"]
     items = {it["id"]: it for it in box_scenes.load(args.data)}
     own = load_profile(str(ROOT / "serve_config.json"), args.profile)[1].vision.box["convention"]

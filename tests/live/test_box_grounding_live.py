@@ -2,8 +2,9 @@
 (trained here on bench/data/box_scenes.py's scenes, tools/models/train_grounding.py), and these
 tests hold its found boxes to the eval recorded beside its weights
 (models/idefics3-grounding/eval/, written by bench/measure/box_eval.py), show that a wrong box
-convention loses what the right one finds, and check that its build is the same bits whatever
-torch kernels build it.
+convention loses what the right one finds, and check that each shipped grounding model's build
+is the same bits whatever torch kernels build it (tests/live/test_box_conventions_live.py
+serves the second, trained in another convention).
 
 The model reads a lone object and whether it is the one named; it does not yet pick the named
 object out of a crowd (docs/box.md), so the items are the eval half of the --solo set (one
@@ -20,19 +21,17 @@ import sys
 
 import pytest
 
+from tests.support.grounding_eval import bar, convention, per_item, send, solo_items
+from tests.support.grounding_eval import recorded as recorded_for
 from tests.support.live_stack import ROOT, VISION_PROFILE
 
-sys.path[:0] = [str(ROOT / "bench" / d) for d in ("data", "lib", "measure")]
-import box_conventions  # noqa: E402
+import box_conventions  # noqa: E402  (bench/measure, on the path grounding_eval sets)
 import box_metrics  # noqa: E402
-import box_eval  # noqa: E402
-import box_scenes  # noqa: E402
 
-from onepass.profile import load_profile  # noqa: E402
+sys.path.insert(0, str(ROOT / "tools" / "models"))
+from build_grounding import MODELS as GROUNDING_MODELS  # noqa: E402  (stdlib at import)
 
-SHIPPED = ROOT / "models" / VISION_PROFILE
-N = 40  # eval items of the --solo set (about 5 s a mode here)
-OWN = load_profile(str(ROOT / "serve_config.json"), VISION_PROFILE)[1].vision.box["convention"]
+OWN = convention(VISION_PROFILE)
 # The conventions a generation in OWN's cannot be read in: another order or other units. The
 # same order and units on a 1024 grid is a 2.4% scale, which boxes this rough cannot tell apart
 # (docs/box.md: on the eval half it read slightly better, 0.396 against 0.375).
@@ -41,21 +40,12 @@ WRONG = [name for name, conv in box_conventions.CONVENTIONS.items()
 
 
 def recorded(mode: str) -> dict:
-    """The eval box_eval.py recorded for this model on the --solo set's eval half."""
-    return json.loads((SHIPPED / "eval" / f"solo-{mode}.json").read_text(encoding="utf-8"))
-
-
-def items() -> list:
-    doc = recorded("edges")
-    seed, n = doc["scenes"]["seed"], doc["scenes"]["n"]
-    chosen = [box_scenes.lone(seed, i, n) for i in range(n) if box_scenes.split_of(i) == "eval"]
-    return [{**item, "image": box_scenes.data_url(box_scenes.render(item))}
-            for item in chosen[:N]]
+    return recorded_for(VISION_PROFILE, mode)
 
 
 @pytest.fixture(scope="module")
 def scenes():
-    return items()
+    return solo_items(VISION_PROFILE)
 
 
 @pytest.fixture(scope="module")
@@ -69,23 +59,6 @@ def answers(vision_stack, scenes):
             sent[mode] = send(vision_stack.url, scenes, mode)
         return sent[mode]
     return of
-
-
-def send(url: str, chosen: list, mode: str) -> list:
-    result = box_eval.run(url, chosen, mode, concurrency=2, desc=mode)
-    assert not result["errors"], result["error_samples"]
-    return result["records"]
-
-
-def bar(values: list) -> float:
-    """The mean less two standard errors of these per-item values."""
-    mean = sum(values) / len(values)
-    spread = math.sqrt(sum((v - mean) ** 2 for v in values) / max(1, len(values) - 1))
-    return mean - 2 * spread / math.sqrt(len(values))
-
-
-def per_item(records: list, ids: set, key: str) -> list:
-    return [float(r[key]) for r in records if r["id"] in ids and r[key] is not None]
 
 
 def holds(then: list, now: list, ids: set) -> None:
@@ -181,15 +154,16 @@ def present_right(record: dict) -> float:
     return float((record["present"] >= 0.5) == record["present_true"])
 
 
-def test_the_build_is_the_same_bits_under_torch_s_scalar_kernels(tmp_path):
-    """serve.sh builds the model from the shipped weights and refuses a build whose sha256 is
-    not the recorded one; torch picks its kernels by CPU (AVX2, AVX-512, or none), so the build
-    is redone here with the plain kernels forced and must give the recorded digests."""
-    ship = tmp_path / "ship"
-    shutil.copytree(SHIPPED, ship, ignore=shutil.ignore_patterns("eval", "*.png", "curve.tsv"))
+@pytest.mark.parametrize("model", GROUNDING_MODELS)
+def test_the_build_is_the_same_bits_under_torch_s_scalar_kernels(tmp_path, model):
+    """serve.sh builds each grounding model from its shipped weights and refuses a build whose
+    sha256 is not the recorded one; torch picks its kernels by CPU (AVX2, AVX-512, or none), so
+    the build is redone here with the plain kernels forced and must give the recorded digests."""
+    shipped, ship = ROOT / "models" / model, tmp_path / "ship"
+    shutil.copytree(shipped, ship, ignore=shutil.ignore_patterns("eval", "*.png", "curve.tsv"))
     env = {**os.environ, "ATEN_CPU_CAPABILITY": "default"}
     subprocess.run([sys.executable, str(ROOT / "tools" / "models" / "train_grounding.py"),
                     "--record-digests", "--ship", str(ship)], env=env, check=True,
                    capture_output=True, timeout=600)
     assert (json.loads((ship / "digests.json").read_text())
-            == json.loads((SHIPPED / "digests.json").read_text()))
+            == json.loads((shipped / "digests.json").read_text()))

@@ -14,7 +14,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools" / "models"))  # tools/ is scripts, not a package
-import build_model  # noqa: E402  (standard library at import; transformers only in build())
+import build_grounding  # noqa: E402  (both standard library at import; transformers only in
+import build_model  # noqa: E402  build())
 
 
 def stamp(device: str) -> str:
@@ -181,7 +182,7 @@ class ModelsLock(unittest.TestCase):
         profiles = json.loads((ROOT / "serve_config.json").read_text())["profiles"]
         for profile in profiles.values():
             self.assertIn(profile.get("embedded", ""),
-                          {"", "idefics3-tiny", "idefics3-grounding", *build_model.MODELS})
+                          {"", "idefics3-tiny", *build_grounding.MODELS, *build_model.MODELS})
 
 
 if __name__ == "__main__":

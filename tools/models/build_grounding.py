@@ -1,12 +1,13 @@
 """Build the trained grounding model from the weights tools/models/train_grounding.py ships in
 models/idefics3-grounding/: a small Idefics3 meant to answer box questions on the synthetic
-scenes. The shipped weights are a checkpoint still in training (run 26: it finds a lone
-target in edges mode, not yet the named one among others; docs/box.md, "A model that sees");
+scenes. The shipped weights are a checkpoint still in training (run 33: it finds a lone
+target and tells whether it is the one named, not yet the named one among others; docs/box.md);
 the build refuses without them.
 
-Usage: python tools/models/build_grounding.py OUT_DIR   (serve.sh: ~/.cache/onepass/models/
-idefics3-grounding). Prints OUT_DIR when it is ready; a finished build is checked by its
-manifest, never rebuilt.
+Usage: python tools/models/build_grounding.py OUT_DIR [--model NAME]   (serve.sh: ~/.cache/
+onepass/models/NAME). NAME is a directory of models/ (default idefics3-grounding; also
+idefics3-grounding-yxyx, the same model trained to write its box in another convention).
+Prints OUT_DIR when it is ready; a finished build is checked by its manifest, never rebuilt.
 
 Why the repo ships a delta, not a checkpoint: the tied embedding (SmolLM2's 49k tokens) is
 most of the model, and training touches only the rows of tokens its prompts use. So the repo
@@ -24,7 +25,10 @@ from model_manifest import fresh_partial, main, publish, sibling_tokenizer
 import build_vlm
 
 ROOT = Path(__file__).resolve().parents[2]
-SHIPPED = ROOT / "models" / "idefics3-grounding"
+# Each shipped grounding model: a directory of models/ (its weights and digests), the first the
+# default (train_grounding.py's --ship, the live suite's vision model).
+MODELS = ("idefics3-grounding", "idefics3-grounding-yxyx")
+SHIPPED = ROOT / "models" / MODELS[0]
 SEED = 0
 # One view of the whole image, never split into tiles: 128 px on its longest edge (padded to a
 # square), 16 px patches, so the pixel shuffle leaves a 4x4 grid of 16 image tokens in reading
@@ -39,8 +43,12 @@ VISION = dict(hidden_size=96, intermediate_size=192, num_hidden_layers=3, num_at
 TEXT = dict(build_vlm.TEXT, hidden_size=192, intermediate_size=384, num_hidden_layers=4,
             num_attention_heads=3, num_key_value_heads=1, head_dim=64)
 EMBED = "model.text_model.embed_tokens.weight"
-EXPECTED = json.loads((SHIPPED / "digests.json").read_text()) if (
-    SHIPPED / "digests.json").exists() else {}
+
+
+def recorded(name: str) -> dict:
+    """The digests train_grounding.py recorded for models/NAME ({} before it ships)."""
+    path = ROOT / "models" / name / "digests.json"
+    return json.loads(path.read_text()) if path.exists() else {}
 
 
 def prepare(tmp: Path, tokenizer_dir: Path):
@@ -133,17 +141,18 @@ def write(weights: Path, tok, tmp: Path) -> None:
     save(model, tmp)
 
 
-def build(out: Path) -> None:
-    if not (SHIPPED / "weights.safetensors").exists():
-        sys.exit(f"build_grounding: no trained weights in {SHIPPED}; tools/models/"
+def build(out: Path, name: str = MODELS[0]) -> None:
+    shipped = ROOT / "models" / name
+    if not (shipped / "weights.safetensors").exists():
+        sys.exit(f"build_grounding: no trained weights in {shipped}; tools/models/"
                  "train_grounding.py writes them")
     tokenizer_dir = sibling_tokenizer(out, build_vlm.TOKENIZER_NAME, build_vlm.TOKENIZER_FILES,
                                       "build_grounding")
     tmp = fresh_partial(out)
-    write(SHIPPED / "weights.safetensors", prepare(tmp, tokenizer_dir), tmp)
-    publish(tmp, out, EXPECTED, "build_grounding", "the shipped weights or the pinned "
+    write(shipped / "weights.safetensors", prepare(tmp, tokenizer_dir), tmp)
+    publish(tmp, out, recorded(name), "build_grounding", "the shipped weights or the pinned "
             "torch/transformers changed")
 
 
 if __name__ == "__main__":
-    main(build, EXPECTED, "build_grounding")
+    main(build, None, "build_grounding", {name: recorded(name) for name in MODELS})

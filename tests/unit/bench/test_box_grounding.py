@@ -6,7 +6,9 @@ Run: python3 -S -m unittest tests.unit.bench.test_box_grounding
 """
 import random
 import sys
+import tempfile
 import unittest
+from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -18,6 +20,7 @@ import grounding_curriculum  # noqa: E402
 import grounding_prompts  # noqa: E402
 import grounding_targets as gt  # noqa: E402
 from onepass.kinds import box  # noqa: E402
+from onepass.profile import load_profile  # noqa: E402
 
 
 def present_item(index=0):
@@ -257,6 +260,20 @@ class ConventionsTest(unittest.TestCase):
         self.assertLess(rows["original pixels xyxy"]["mean_iou"], 0.05)
         near = rows["grid 1024 xyxy"]["mean_iou"]  # 2.4 % off in scale: a near miss
         self.assertTrue(0.2 < near < rows["own"]["mean_iou"], near)
+
+    def test_a_declared_convention_changes_the_profile_s_convention_alone(self):
+        # the live conventions test serves a model through a profile file made this way
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "declared.json"
+            box_conventions.write_declared("idefics3-grounding", "grid 1024 yxyx", path)
+            _, got = load_profile(str(path), "idefics3-grounding")
+        _, was = load_profile(str(ROOT / "serve_config.json"), "idefics3-grounding")
+        self.assertEqual(got.vision.box["convention"],
+                         box_conventions.CONVENTIONS["grid 1024 yxyx"])
+        self.assertNotEqual(was.vision.box["convention"], got.vision.box["convention"])
+        self.assertEqual(replace(got, vision=None), replace(was, vision=None))
+        self.assertEqual({k: v for k, v in got.vision.box.items() if k != "convention"},
+                         {k: v for k, v in was.vision.box.items() if k != "convention"})
 
 
 if __name__ == "__main__":
