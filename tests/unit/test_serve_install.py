@@ -14,8 +14,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools" / "models"))  # tools/ is scripts, not a package
-import build_grounding  # noqa: E402  (both standard library at import; transformers only in
-import build_model  # noqa: E402  build())
+# both standard library at import; transformers only in build()
+import build_grounding  # noqa: E402
+import build_model  # noqa: E402
 
 
 def stamp(device: str) -> str:
