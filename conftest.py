@@ -9,6 +9,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))  # onepass/, tests/support/ and the scripts from the checkout
+from tests.support.grounding_eval import send, solo_items  # noqa: E402
 from tests.support.live_stack import (CPU_ARGS, SMOLLM2, VISION_PROFILE,  # noqa: E402
                                       VLLM_TEST_ARGS, serve_stack, shipped_dtype, start_vllm,
                                       stop_stack)
@@ -59,6 +60,26 @@ def vision_stack(tmp_path_factory):
     s.log_dir = log_dir
     yield s
     stop_stack(s)
+
+
+@pytest.fixture(scope="session")
+def solo_scenes():
+    """The first eval items of the --solo set the vision model's eval was recorded on
+    (tests/support/grounding_eval.py), rendered once a session."""
+    return solo_items(VISION_PROFILE)
+
+
+@pytest.fixture(scope="session")
+def solo_answers(vision_stack, solo_scenes):
+    """The vision stack's records for solo_scenes in a mode, each mode sent once a session (the
+    grounding and the conventions tests read the same generate answers)."""
+    sent = {}
+
+    def of(mode: str) -> list:
+        if mode not in sent:
+            sent[mode] = send(vision_stack.url, solo_scenes, mode)
+        return sent[mode]
+    return of
 
 
 @pytest.fixture(scope="session")

@@ -76,6 +76,14 @@ def auc(scores: list, outcomes: list) -> float | None:
     return sum((p > n) + 0.5 * (p == n) for p in pos for n in neg) / (len(pos) * len(neg))
 
 
+def auc_se(area: float, positives: int, negatives: int) -> float:
+    """Hanley and McNeil's (1982) standard error of an AUC measured on this many positives and
+    negatives."""
+    q1, q2 = area / (2 - area), 2 * area ** 2 / (1 + area)
+    return math.sqrt((area * (1 - area) + (positives - 1) * (q1 - area ** 2)
+                      + (negatives - 1) * (q2 - area ** 2)) / (positives * negatives))
+
+
 def percentile(values: list, q: float) -> float | None:
     """Linear interpolation between order statistics (q in 0..100)."""
     if not values:

@@ -12,7 +12,7 @@ import contextlib
 
 import pytest
 
-from tests.support.grounding_eval import bar, convention, per_item, recorded, send, solo_items
+from tests.support.grounding_eval import bar, convention, per_item, recorded, send
 from tests.support.live_stack import (VISION_PROFILE, free_port, serve_stack, start_shim,
                                       stop_stack, wait_health)
 
@@ -37,11 +37,6 @@ def yxyx_stack(tmp_path_factory):
     stop_stack(s)
 
 
-@pytest.fixture(scope="module")
-def scenes():
-    return solo_items(YXYX)
-
-
 @contextlib.contextmanager
 def declaring(stack, model: str, conv_name: str, tmp_path):
     """A second shim against STACK's vLLM whose profile MODEL declares CONVENTIONS[conv_name]."""
@@ -58,28 +53,32 @@ def declaring(stack, model: str, conv_name: str, tmp_path):
 
 
 @pytest.fixture(scope="module")
-def served(vision_stack, yxyx_stack, scenes, tmp_path_factory):
-    """{model: (records through its own profile, records through the other's convention)}."""
+def served(vision_stack, yxyx_stack, solo_scenes, solo_answers, tmp_path_factory):
+    """{model: (records through its own profile, records through the other's convention)}, on
+    the session's solo_scenes (the vision model's own answers to them are the session's)."""
     out = {}
     for model, stack in ((VISION_PROFILE, vision_stack), (YXYX, yxyx_stack)):
-        own = send(stack.url, scenes, "generate")
+        own = (solo_answers("generate") if model == VISION_PROFILE
+               else send(stack.url, solo_scenes, "generate"))
         wrong = named(convention(OTHER[model]))
         with declaring(stack, model, wrong, tmp_path_factory.mktemp("declared")) as url:
-            out[model] = own, send(url, scenes, "generate")
+            out[model] = own, send(url, solo_scenes, "generate")
     return out
 
 
 def test_the_two_models_declare_conventions_of_another_order_and_grid():
-    """The pair is a real test of order and scale: each reading differs from the other's."""
+    """The pair is a real test of order and scale: each reading differs from the other's; and
+    both models' evals were recorded on the same scenes (the session's solo_scenes)."""
     a, b = convention(VISION_PROFILE), convention(YXYX)
     assert a["order"] != b["order"] and a["scale"] != b["scale"], (a, b)
+    assert recorded(YXYX, "edges")["scenes"] == recorded(VISION_PROFILE, "edges")["scenes"]
 
 
 @pytest.mark.parametrize("model", [VISION_PROFILE, YXYX])
-def test_each_model_keeps_its_box_through_its_own_convention(scenes, served, model):
+def test_each_model_keeps_its_box_through_its_own_convention(solo_scenes, served, model):
     """Through the profile it was trained in, the model's generated boxes hold to its recorded
     eval: mean IoU and Acc@0.5 at least the recording's less two standard errors."""
-    ids = {item["id"] for item in scenes}
+    ids = {item["id"] for item in solo_scenes}
     then = recorded(model, "generate")["records"]
     now = served[model][0]
     for key in ("iou", "hit"):
@@ -88,13 +87,13 @@ def test_each_model_keeps_its_box_through_its_own_convention(scenes, served, mod
 
 
 @pytest.mark.parametrize("model", [VISION_PROFILE, YXYX])
-def test_each_model_loses_its_box_through_the_other_s_convention(scenes, served, model):
+def test_each_model_loses_its_box_through_the_other_s_convention(solo_scenes, served, model):
     """Through a profile declaring the other model's convention, item by item, the model loses
     at least the IoU its recorded eval of the same items lost less two standard errors, and
     keeps under half of what its own convention finds."""
-    ids = {item["id"] for item in scenes}
+    ids = {item["id"] for item in solo_scenes}
     doc = recorded(model, "generate-declared")
-    assert_read_as(doc["records"], scenes, convention(OTHER[model]))
+    assert_read_as(doc["records"], solo_scenes, convention(OTHER[model]))
     then = {r["id"]: r for r in recorded(model, "generate")["records"]}
     was = [then[r["id"]]["iou"] - r["iou"] for r in doc["records"]
            if r["id"] in ids and r["present_true"]]

@@ -90,6 +90,12 @@ class TestMetrics(unittest.TestCase):
         self.assertEqual(note, "")
         self.assertEqual(bm.fit_temperature([0.0, 0.0], [True, False])[0], None)
 
+    def test_auc_se_is_hanley_and_mcneil_s(self):
+        # AUC 0.5 on 10 and 10: q1 = q2 = 1/3, variance (0.25 + 2 * 9 * (1/3 - 0.25)) / 100
+        self.assertAlmostEqual(bm.auc_se(0.5, 10, 10), math.sqrt(0.0175))
+        self.assertLess(bm.auc_se(0.9, 40, 40), bm.auc_se(0.9, 10, 10))
+        self.assertLess(bm.auc_se(0.95, 20, 20), bm.auc_se(0.5, 20, 20))
+
     def test_present_fit_recovers_known_t_and_bias(self):
         """fit_box_calibration.present_fit: T and bias of sigmoid(raw / T + bias) from reads
         drawn so; present_data recovers each read's logit through the served T and bias."""
