@@ -7,10 +7,11 @@ Usage: .venv/bin/python bench/measure/box_eval.py --url http://127.0.0.1:8741
        .venv/bin/python bench/measure/box_eval.py --summary-of OUT.json
 Owns: one /v1/systemone request per item (the image as state `photo`, one box question `q`), a
 per-item record {id, split, present_true, status, found, box, iou, hit, confidence, present,
-x_box_logprob, x_box_mode, x_box_raw, latency_ms}, and the summary: mean IoU and Acc@0.5 and
-confidence ECE (event IoU >= 0.5) over the items whose object is present (a not-found answer
-scores the whole-image box), `present` accuracy, ECE and AUC over all items, found rate, latency
-p50/p95, non-200 count.
+x_box_logprob, x_box_mode, x_box_raw, latency_ms, objects}, and the summary: mean IoU and
+Acc@0.5 and confidence ECE (event IoU >= 0.5) over the items whose object is present (a
+not-found answer scores the whole-image box), `present` accuracy, ECE and AUC over all items,
+found rate, latency p50/p95, non-200 count; where the scenes' object counts differ, mean IoU
+and Acc@0.5 per count (`by_objects`: how a model's boxes fall off as the crowd grows).
 Never starts or stops a server, never changes the data, and never stops on a non-200 answer:
 those are counted and sampled. HTTP goes through bench/measure/evaluate.py's `post` (key from
 ONEPASS_API_KEY) and its `_progress` bar.
@@ -59,7 +60,7 @@ def body(item: dict, mode: str | None, model: str = MODEL, extra: dict | None = 
 def score(item: dict, status, doc: dict | None, seconds: float) -> tuple:
     """(record, error reason or None) for one reply."""
     rec = {"id": item["id"], "split": item["split"], "present_true": item["present"],
-           "status": status, "latency_ms": seconds * 1000, "found": None, "box": None,
+           "objects": len(item.get("objects") or ()), "status": status, "latency_ms": seconds * 1000, "found": None, "box": None,
            "iou": None, "hit": None, "confidence": None, "present": None,
            "x_box_logprob": None, "x_box_mode": None, "x_box_raw": None}
     if status != 200:
@@ -128,7 +129,21 @@ def summary(records: list) -> dict:
             "found_rate_absent": mean(1.0 if r["found"] else 0.0
                                       for r in ok if not r["present_true"]),
             "latency_ms_p50": bm.percentile(latencies, 50),
-            "latency_ms_p95": bm.percentile(latencies, 95)}
+            "latency_ms_p95": bm.percentile(latencies, 95), "by_objects": by_objects(boxed)}
+
+
+def by_objects(boxed: list) -> dict:
+    """{objects in the scene: {n, mean_iou, acc_at_0.5}} over present items' records; empty
+    when every scene has as many (a --solo set) or the records predate the count."""
+    counts = sorted({r.get("objects") for r in boxed} - {None, 0})
+    if len(counts) < 2:
+        return {}
+    out = {}
+    for count in counts:
+        rows = [r for r in boxed if r.get("objects") == count]
+        out[count] = {"n": len(rows), "mean_iou": sum(r["iou"] for r in rows) / len(rows),
+                      "acc_at_0.5": sum(1.0 for r in rows if r["hit"]) / len(rows)}
+    return out
 
 
 def format_table(summ: dict) -> str:
@@ -148,6 +163,9 @@ def format_table(summ: dict) -> str:
         if key.startswith("latency") and value is not None:
             shown = f"{value:.0f}"
         lines.append(f"{text.ljust(width)}  {shown:>8}")
+    for count, row in (summ.get("by_objects") or {}).items():
+        lines.append(f"{count} objects in the scene: n {row['n']}, mean IoU "
+                     f"{row['mean_iou']:.3f}, Acc@0.5 {row['acc_at_0.5']:.3f}")
     return "\n".join(lines)
 
 

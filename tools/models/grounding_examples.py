@@ -15,7 +15,8 @@ import random
 from pathlib import Path
 
 import build_vlm
-from grounding_curriculum import CROWD_STAGES, crowd, misnamed, probe, share, short
+from grounding_curriculum import (CROWD_STAGES, crowd, misnamed, mixed_stage, probe, share,
+                                  short)
 import grounding_prompts
 import grounding_targets
 import box_scenes  # grounding_prompts puts bench/data on the path
@@ -40,13 +41,16 @@ class Examples:
         self.only = None  # --only: the example kinds kept (the others are never asked)
         self.soft = None  # --soft-edges: the score labels' token ids, each band's
         self.misname = 0.0  # --misname: the share of present scenes also asked misnamed
+        self.mix = None  # --mix: the share of lone scenes, the rest up to the crowd stage
 
     def scene(self):
         from PIL import Image
         item = box_scenes.make_item(self.scene_seed, self.index, 0)
         self.index += 1
         if self.crowd is not None:
-            item = crowd(item, self.crowd, self.rng)
+            stage = (self.crowd if self.mix is None
+                     else mixed_stage(self.crowd, self.mix, self.rng))
+            item = crowd(item, stage, self.rng)
         elif self.rng.random() < share("solo", self.progress):
             item = box_scenes.solo(item, self.rng)
         image = box_scenes.render(item)

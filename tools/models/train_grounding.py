@@ -4,7 +4,7 @@ that sees.
 
 Usage: .venv/bin/python tools/models/train_grounding.py [--steps 1500] [--batch 16]
          [--profile idefics3-tiny] [--start probe|onepass|plain] [--init DIR] [--seed 0]
-         [--gate-at STAGE | --clock-at STAGE] [--heads-first N] [--scene-seed 1000] [--ship DIR]
+         [--gate-at STAGE | --clock-at STAGE [--mix S]] [--heads-first N] [--scene-seed 1000] [--ship DIR]
 Writes DIR (default models/idefics3-grounding/): weights.safetensors (what build_grounding.py
 builds the model from), curve.tsv (the training curve), digests.json (the built model's
 sha256, which the build then requires) and heads.safetensors (the dense targets' heads, for
@@ -85,6 +85,10 @@ def main(argv=None) -> int:
                         "onepass: every edge open, the crowd held at this stage, and the clock "
                         "running from the first step (the present reads and box generations "
                         "come in before the crowd's last stage)")
+    parser.add_argument("--mix", type=float, default=None, help="with a crowd stage: "
+                        "this share of scenes lone, the others at a stage drawn evenly from "
+                        "the first crowded one to the held one (grounding_curriculum."
+                        "mixed_stage); unset: every scene at the held stage")
     parser.add_argument("--only", default="", help="comma-separated example kinds (present, "
                         "edge, box): only these are asked, whatever the clock says")
     parser.add_argument("--soft-edges", action="store_true", help="each edge read's target "
@@ -119,6 +123,8 @@ def main(argv=None) -> int:
             parser.error(f"{flag} goes on from a run: it needs --init and --start onepass")
         if given and not 0 <= stage < len(CROWD_STAGES):
             parser.error(f"{flag}: a crowd stage from 0 to {len(CROWD_STAGES) - 1}")
+    if args.mix is not None and not (0 <= args.mix <= 1 and args.start == "onepass"):
+        parser.error("--mix: a share from 0 to 1, with --start onepass (its crowd stages)")
     if args.gate_at and args.clock_at is not None:
         parser.error("--gate-at or --clock-at, not both")
     ship = Path(args.ship)
@@ -140,6 +146,7 @@ def main(argv=None) -> int:
     data = Examples(files, args.profile, args.scene_seed, args.seed)
     data.only = set(args.only.split(",")) - {""} or None
     data.misname = args.misname
+    data.mix = args.mix
     data.soft = grounding_prompts.band_tokens(data.main[0], tok) if args.soft_edges else None
     model = build_grounding.new_model(tok)
     if args.init:

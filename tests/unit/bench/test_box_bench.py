@@ -1,5 +1,5 @@
 """Stdlib-only tests of the box bench (bench/lib/box_metrics.py, box_scenes.py, box_eval.py,
-fit_box_calibration.py): IoU and ECE of known cases, the logistic and temperature fits recovering
+fit_box_calibration.py, box_hybrid_bound.py): IoU and ECE of known cases, the logistic and temperature fits recovering
 known parameters, every referring expression picking out exactly its target, the split, a reply's
 scoring, the config write; with Pillow, each drawn shape lies inside its true box.
 Run: python3 -S -m unittest tests.unit.bench.test_box_bench
@@ -16,6 +16,7 @@ ROOT = Path(__file__).resolve().parents[3]
 # bench/ is scripts, not a package
 sys.path[:0] = [str(ROOT / "bench" / d) for d in ("data", "lib", "measure", "fit")]
 import box_eval  # noqa: E402
+import box_hybrid_bound  # noqa: E402
 import box_metrics as bm  # noqa: E402
 import box_scenes  # noqa: E402
 import fit_box_calibration  # noqa: E402
@@ -213,6 +214,44 @@ class TestEvalAndFitTools(unittest.TestCase):
         self.assertEqual(s["acc_at_0.5"], 0.5)
         self.assertEqual(s["found_rate"], 0.5)
         self.assertEqual(s["present_accuracy"], 1.0)
+        self.assertEqual(s["by_objects"], {})  # one count (ITEM has none): no breakdown
+
+    def test_summary_splits_the_boxes_by_the_scenes_object_count(self):
+        answer = {"type": "box", "box": box(0, 0, 0.5, 0.5), "found": True, "confidence": 0.9,
+                  "present": 0.8}
+        one = {**self.ITEM, "objects": [{}]}
+        three = {**one, "objects": [{}, {}, {}]}
+        wrong = {**answer, "box": box(0.5, 0.5, 1, 1)}
+        records = [box_eval.score(item, 200, {"answers": {"q": a}}, 0.1)[0]
+                   for item, a in ((one, answer), (three, answer), (three, wrong),
+                                   ({**three, "present": False, "box": None}, answer))]
+        rows = box_eval.summary(records)["by_objects"]
+        self.assertEqual(sorted(rows), [1, 3])  # the absent item has no box to score
+        self.assertEqual((rows[1]["n"], rows[1]["acc_at_0.5"]), (1, 1.0))
+        self.assertEqual((rows[3]["n"], rows[3]["acc_at_0.5"], rows[3]["mean_iou"]),
+                         (2, 0.5, 0.5))
+        self.assertIn("3 objects in the scene: n 2, mean IoU 0.500, Acc@0.5 0.500",
+                      box_eval.format_table(box_eval.summary(records)))
+
+    def test_the_hybrid_bound_pairs_items_and_replays_the_rule(self):
+        """box_hybrid_bound: items scored in both runs only; the rule answers the more
+        confident box (generate's on a tie, edges' when generate found none); the oracle the
+        better one, so it is never below either mode."""
+        def rec(i, iou, conf, found=True):
+            return {"id": i, "iou": iou, "confidence": conf, "found": found}
+        edges = [rec("a", 0.9, 0.8), rec("b", 0.2, 0.3), rec("c", 0.6, 0.5), rec("d", 0.7, 0.9),
+                 {"id": "absent", "iou": None, "confidence": 0.1, "found": True}]
+        generated = [rec("a", 0.4, 0.1), rec("b", 0.7, 0.6), rec("c", 0.1, 0.5, False),
+                     rec("d", 0.95, 0.2), rec("e", 1.0, 1.0)]
+        pairs = box_hybrid_bound.paired(edges, generated)
+        self.assertEqual([e["id"] for e, _ in pairs], ["a", "b", "c", "d"])
+        got = box_hybrid_bound.picks(pairs)
+        for name, (iou, acc) in (("edges", (2.4, 3)), ("generate", (2.15, 2)),
+                                 ("hybrid rule", (2.9, 4)),  # a, b's generated, c, d
+                                 ("oracle (better of the two)", (3.15, 4))):  # d's generated
+            self.assertAlmostEqual(got[name][0], iou / 4, msg=name)
+            self.assertEqual(got[name][1], acc / 4, name)
+        self.assertEqual(box_hybrid_bound.picks([]), {})
 
     def test_confidence_data_reads_what_the_server_reads(self):
         """confidence_data: the records' found boxes of one mode on present items; with

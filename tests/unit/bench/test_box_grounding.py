@@ -119,6 +119,18 @@ class SoloTest(unittest.TestCase):
         self.assertGreater(absent, 10)
 
 
+    def test_mixed_stages_keep_the_lone_share_and_every_crowd_up_to_the_held_one(self):
+        rng, held = random.Random(5), len(grounding_curriculum.CROWD_STAGES) - 1
+        stages = [grounding_curriculum.mixed_stage(held, 0.4, rng) for _ in range(3000)]
+        self.assertTrue(0.36 < stages.count(0) / 3000 < 0.44, stages.count(0))
+        crowded = [stages.count(k) for k in range(1, held + 1)]
+        self.assertEqual(sum(crowded), 3000 - stages.count(0))  # none past the held stage
+        self.assertTrue(min(crowded) > 0.8 * sum(crowded) / held, crowded)  # drawn evenly
+        self.assertEqual({grounding_curriculum.mixed_stage(0, 0.0, rng) for _ in range(50)}, {0})
+        self.assertEqual({grounding_curriculum.mixed_stage(2, 1.0, rng) for _ in range(50)}, {0})
+        self.assertEqual({grounding_curriculum.mixed_stage(2, 0.0, rng) for _ in range(200)},
+                         {1, 2})
+
     def test_a_misnamed_scene_keeps_its_image_and_names_nothing_in_it(self):
         """grounding_curriculum.misnamed: the same objects, words that resolve to none of them
         (so `present` is truly No), named by one word or two as box_scenes names targets; None
