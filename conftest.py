@@ -9,7 +9,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))  # onepass/, tests/support/ and the scripts from the checkout
-from tests.support.grounding_eval import send, solo_items  # noqa: E402
+from tests.support.grounding_eval import eval_items, send  # noqa: E402
 from tests.support.live_stack import (CPU_ARGS, SMOLLM2, VISION_PROFILE,  # noqa: E402
                                       VLLM_TEST_ARGS, serve_stack, shipped_dtype, start_vllm,
                                       stop_stack)
@@ -66,7 +66,7 @@ def vision_stack(tmp_path_factory):
 def solo_scenes():
     """The first eval items of the --solo set the vision model's eval was recorded on
     (tests/support/grounding_eval.py), rendered once a session."""
-    return solo_items(VISION_PROFILE)
+    return eval_items(VISION_PROFILE)
 
 
 @pytest.fixture(scope="session")

@@ -18,17 +18,19 @@ from onepass.profile import load_profile  # noqa: E402
 N = 40  # eval items of the --solo set (about 5 s a mode here)
 
 
-def recorded(model: str, mode: str) -> dict:
-    """The eval box_eval.py recorded for models/MODEL on the --solo set's eval half."""
-    path = ROOT / "models" / model / "eval" / f"solo-{mode}.json"
+def recorded(model: str, mode: str, scenes: str = "solo") -> dict:
+    """The eval box_eval.py recorded for models/MODEL on a set's eval half: the --solo set's
+    (`solo-MODE.json`) or the full scenes' (`full-MODE.json`)."""
+    path = ROOT / "models" / model / "eval" / f"{scenes}-{mode}.json"
     return json.loads(path.read_text(encoding="utf-8"))
 
 
-def solo_items(model: str) -> list:
-    """The first N eval items of the --solo set MODEL's edges eval was recorded on, rendered."""
-    doc = recorded(model, "edges")
+def eval_items(model: str, scenes: str = "solo") -> list:
+    """The first N eval items of the set MODEL's edges eval was recorded on, rendered."""
+    doc = recorded(model, "edges", scenes)
     seed, n = doc["scenes"]["seed"], doc["scenes"]["n"]
-    chosen = [box_scenes.lone(seed, i, n) for i in range(n) if box_scenes.split_of(i) == "eval"]
+    make = box_scenes.lone if doc["scenes"]["solo"] else box_scenes.make_item
+    chosen = [make(seed, i, n) for i in range(n) if box_scenes.split_of(i) == "eval"]
     return [{**item, "image": box_scenes.data_url(box_scenes.render(item))}
             for item in chosen[:N]]
 

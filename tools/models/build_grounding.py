@@ -1,7 +1,8 @@
 """Build the trained grounding model from the weights tools/models/train_grounding.py ships in
 models/idefics3-grounding/: a small Idefics3 meant to answer box questions on the synthetic
-scenes. The shipped weights are a checkpoint still in training (run 33: it finds a lone
-target and tells whether it is the one named, not yet the named one among others; docs/box.md);
+scenes. The shipped weights are a checkpoint still in training (run 36: it finds a lone
+target and tells whether the named object is there, alone or among others, but does not find
+the named one among others; docs/box.md);
 the build refuses without them.
 
 Usage: python tools/models/build_grounding.py OUT_DIR [--model NAME]   (serve.sh: ~/.cache/
