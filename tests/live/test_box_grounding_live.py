@@ -104,7 +104,8 @@ def test_present_tells_the_items_with_the_object_from_those_without(solo_answers
 
 def test_present_tells_it_among_other_objects_too(vision_stack):
     """On full scenes (2-5 objects, the target beside one that shares its colour or shape;
-    absent ones named by a colour and a shape both in the scene): run 36, trained on crowds
+    an absent object mostly named by a colour and a shape each in the scene, never on one
+    object): run 36, trained on crowds
     mixed with lone scenes, ranks them 0.988 on the eval half, where run 33, trained on lone
     ones only, ranked them 0.645 (docs/box.md). Its boxes there are not held to anything: it
     does not pick the named object out of a crowd."""

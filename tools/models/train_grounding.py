@@ -4,7 +4,8 @@ that sees.
 
 Usage: .venv/bin/python tools/models/train_grounding.py [--steps 1500] [--batch 16]
          [--profile idefics3-tiny] [--start probe|onepass|plain] [--init DIR] [--seed 0]
-         [--gate-at STAGE | --clock-at STAGE [--mix S]] [--heads-first N] [--scene-seed 1000] [--ship DIR]
+         [--gate-at STAGE | --clock-at STAGE [--mix S]] [--heads-first N] [--scene-seed 1000]
+         [--ship DIR]
 Writes DIR (default models/idefics3-grounding/): weights.safetensors (what build_grounding.py
 builds the model from), curve.tsv (the training curve), digests.json (the built model's
 sha256, which the build then requires) and heads.safetensors (the dense targets' heads, for

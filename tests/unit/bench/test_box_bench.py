@@ -1,7 +1,8 @@
 """Stdlib-only tests of the box bench (bench/lib/box_metrics.py, box_scenes.py, box_eval.py,
-fit_box_calibration.py, box_hybrid_bound.py): IoU and ECE of known cases, the logistic and temperature fits recovering
-known parameters, every referring expression picking out exactly its target, the split, a reply's
-scoring, the config write; with Pillow, each drawn shape lies inside its true box.
+fit_box_calibration.py, box_hybrid_bound.py): IoU and ECE of known cases, the logistic and
+temperature fits recovering known parameters, every referring expression picking out exactly
+its target, the split, a reply's scoring and its summary per object count, the config write,
+the hybrid bound; with Pillow, each drawn shape lies inside its true box.
 Run: python3 -S -m unittest tests.unit.bench.test_box_bench
 """
 import json
