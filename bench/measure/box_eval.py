@@ -62,7 +62,8 @@ def score(item: dict, status, doc: dict | None, seconds: float) -> tuple:
     rec = {"id": item["id"], "split": item["split"], "present_true": item["present"],
            "objects": len(item.get("objects") or ()), "status": status,
            "latency_ms": seconds * 1000, "found": None, "box": None, "iou": None, "hit": None,
-           "confidence": None, "present": None, "x_box_logprob": None, "x_box_mode": None, "x_box_raw": None}
+           "confidence": None, "present": None, "x_box_logprob": None, "x_box_mode": None,
+           "x_box_raw": None}
     if status != 200:
         return rec, "HTTP " + str(status) if isinstance(status, int) else str(status)
     answer = (doc or {}).get("answers", {}).get("q")
