@@ -12,7 +12,7 @@ import contextlib
 
 import pytest
 
-from tests.support.grounding_eval import bar, convention, per_item, recorded, send
+from tests.support.grounding_eval import bar, boxes_hold, convention, recorded, send
 from tests.support.live_stack import (VISION_PROFILE, free_port, serve_stack, start_shim,
                                       stop_stack, wait_health)
 
@@ -79,11 +79,7 @@ def test_each_model_keeps_its_box_through_its_own_convention(solo_scenes, served
     """Through the profile it was trained in, the model's generated boxes hold to its recorded
     eval: mean IoU and Acc@0.5 at least the recording's less two standard errors."""
     ids = {item["id"] for item in solo_scenes}
-    then = recorded(model, "generate")["records"]
-    now = served[model][0]
-    for key in ("iou", "hit"):
-        got = per_item(now, ids, key)
-        assert sum(got) / len(got) >= bar(per_item(then, ids, key)), (model, key)
+    boxes_hold(recorded(model, "generate")["records"], served[model][0], ids)
 
 
 @pytest.mark.parametrize("model", [VISION_PROFILE, YXYX])

@@ -22,7 +22,7 @@ import sys
 
 import pytest
 
-from tests.support.grounding_eval import bar, convention, eval_items, per_item, send
+from tests.support.grounding_eval import bar, boxes_hold, convention, eval_items, send
 from tests.support.grounding_eval import recorded as recorded_for
 from tests.support.live_stack import ROOT, VISION_PROFILE
 
@@ -47,10 +47,7 @@ def recorded(mode: str, scenes: str = "solo") -> dict:
 def holds(then: list, now: list, ids: set) -> None:
     """Acc@0.5 and mean IoU at least the recorded eval of the same items less two standard
     errors, and `present` as accurate."""
-    for key in ("iou", "hit"):
-        want = bar(per_item(then, ids, key))
-        got = per_item(now, ids, key)
-        assert sum(got) / len(got) >= want, (key, sum(got) / len(got), want)
+    boxes_hold(then, now, ids)
     right = [present_right(r) for r in now]
     assert sum(right) / len(right) >= bar([present_right(r) for r in then if r["id"] in ids])
 

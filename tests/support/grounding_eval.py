@@ -55,3 +55,12 @@ def bar(values: list) -> float:
 
 def per_item(records: list, ids: set, key: str) -> list:
     return [float(r[key]) for r in records if r["id"] in ids and r[key] is not None]
+
+
+def boxes_hold(then: list, now: list, ids: set) -> None:
+    """NOW's mean IoU and Acc@0.5 on the items IDS at least THEN's (the recorded eval of the
+    same items) less two standard errors."""
+    for key in ("iou", "hit"):
+        want = bar(per_item(then, ids, key))
+        got = per_item(now, ids, key)
+        assert sum(got) / len(got) >= want, (key, sum(got) / len(got), want)
