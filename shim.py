@@ -4,7 +4,10 @@
 Standard library only. Reads the configuration, binds the port, warms up in the background
 (/health answers 503 until every question type has been answered), serves until SIGTERM/SIGINT,
 then drains: new requests get 503, those in flight finish (--drain-timeout-s), then it exits.
-Exit codes: 0 clean stop, 3 bad configuration, 4 port unavailable.
+No ONEPASS_API_KEY on an address other than loopback is a bad configuration unless
+--allow-no-key says so; --check-config judges the configuration and exits.
+Exit codes: 0 clean stop (or a configuration that passed --check-config), 3 bad configuration,
+4 port unavailable.
 """
 import logging
 import os
@@ -29,6 +32,8 @@ def main(argv=None) -> int:
     except config.ConfigError as e:
         print(f"onepass: bad configuration: {e}", file=sys.stderr)
         return config.EXIT_BAD_CONFIG
+    if config.parse_args(argv).check_config:
+        return 0
     logging.basicConfig(level=settings.log_level.upper(), stream=sys.stderr,
                         format="%(asctime)s onepass %(levelname)s %(message)s")
     access = logging.StreamHandler(sys.stderr)  # the access log: one bare JSON line a request
@@ -44,6 +49,10 @@ def main(argv=None) -> int:
     host, port = server.server_address[:2]
     logging.info("listening on http://%s:%d (vLLM %s, profile %s, auth %s)", host, port,
                  settings.vllm, settings.profile, "on" if settings.api_key else "off")
+    if not settings.api_key and not service.loopback:
+        logging.warning("auth is off on %s (--allow-no-key): whatever reaches this address may "
+                        "use the model, read /metrics and make this server fetch image links",
+                        host)
 
     def stop(*_):  # the first signal drains, a second one stops at once
         now = server.draining.is_set()

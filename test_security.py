@@ -6,23 +6,32 @@ request must get past validation, tests/support/fake_engine.py answers in vLLM's
 for content).
 Run: python3 -m unittest test_security
 """
+import base64
 import gzip
 import http.client
 import json
 import logging
+import os
+import re
 import select
 import signal
 import socket
+import subprocess
+import sys
+import tempfile
 import threading
 import time
 import unittest
+from pathlib import Path
 
-from tests.support import fuzz_cases
+from onepass.backend.warmup import png
+from tests.support import fuzz_cases, hostile_bodies
 from tests.support.edge_client import (Incomplete, ShimProcess, exchange, read_response, request,
                                        run_cases)
 from tests.support.fake_engine import FakeEngine
 from tests.support.fuzz_cases import CORPUS, PIPELINED, VALID, post
 from tests.support.inprocess_shim import AgainstFakeEngine, call, start_shim, stop_shim
+from tests.support.paths import ROOT
 from tests.support.systemone_bodies import NOUL_Q, req
 
 KEY = {"Authorization": "Bearer k-123"}
@@ -288,7 +297,7 @@ class TestBeforeTheBody(unittest.TestCase):
                             404),
                            (request("PUT", "/v1/systemone", headers={"Content-Length": "9999"}),
                             405),
-                           (post(b"", big).replace(b"Authorization: Bearer k-123\r\n", b""), 403),
+                           (post(b"", big).replace(b"Authorization: Bearer k-123\r\n", b""), 401),
                            (post(b"", big).replace(b"k-123", b"k-999"), 401),
                            (post(b"", f"Content-Length: {(32 << 20) + 1}"), 413)):
             status, headers, took = head_only(server.server_address[:2], data)
@@ -452,7 +461,7 @@ class TestBadInput(AgainstFakeEngine):
     def test_a_bug_logs_no_request_content(self):
         """connections: an unexpected exception is a generic 500 whose log names its type and
         frames, never its message (which may quote the body)."""
-        def broken(adapter, raw, headers):
+        def broken(adapter, raw, headers, hold=None):
             raise ValueError(f"invalid literal: {raw!r}")
         self.server.service.handle = broken  # the instance's own: the class's stays
         self.addCleanup(delattr, self.server.service, "handle")
@@ -637,6 +646,411 @@ class TestFuzz(unittest.TestCase):
                                                     or "WARNING" in line][:10]))
         self.assertGreater(statuses.get(200, 0), self.COUNT // 10, statuses)
         self.assertLess(shim.rss_kib() - baseline, 24 << 10, (baseline, statuses))
+
+
+class TestHostileBodies(unittest.TestCase):
+    """What a request body may cost is bounded by what a request may do, not by how it is
+    encoded (tests/support/hostile_bodies.py builds the bodies): structure bombs and a gzip
+    bomb at the decoded cap get their 4xx at once with bounded memory, placeholder
+    amplification is refused before it is built, and a full body budget is a retryable 529 in
+    the route's shape."""
+
+    def test_bombs_at_the_default_limits(self):
+        """16 bodies at once at the default limits: `[{},{},...]` and tiny strings gzip'd to
+        the 12 MiB decoded cap (from 12 KB each), `[[[[...` plain at the wire cap, one 12 MiB
+        string gzip'd: each a 4xx within 5 s, the shim's peak memory within 512 MiB of where it
+        started (the old parse took ~50x each bomb's decoded bytes), /health answering."""
+        fake = FakeEngine()
+        self.addCleanup(fake.stop)
+        shim = ShimProcess(fake.url)
+        self.addCleanup(shim.stop)
+        shim.wait_ready()
+        kinds = [c for c in hostile_bodies.cases() if c.name in (
+            "objects [{},{},...], gzip", "tiny strings, gzip", "nesting [[[[...]]]], identity",
+            "one string, gzip")]
+        sent = [c for c in kinds for _ in range(4)]
+        rnd = hostile_bodies.round_of(shim.addr, shim.proc.pid, [c.raw({}) for c in sent])
+        for case, (status, took) in zip(sent, rnd.hostile):
+            self.assertEqual((status // 100, took < 5), (4, True), (case.name, status, took))
+        self.assertLess(rnd.growth_kib, 512 << 10)
+        self.assertEqual(rnd.health[0], 200)
+
+    def test_placeholder_amplification_is_refused_before_it_is_built(self):
+        """A one-letter asset placeholder (each occurrence becomes the 9 characters of
+        `[image 1]`) in a 1 MiB state, or in 120 question texts of 10 KiB: 413 saying so, on a
+        vision profile, before anything is replaced."""
+        fake = FakeEngine(profile="idefics3-tiny")
+        self.addCleanup(fake.stop)
+        server = start_shim(fake.url, ONEPASS_PROFILE="idefics3-tiny")
+        self.addCleanup(stop_shim, server)
+        asset = {"a": {"type": "image", "format": "png", "data_base64": base64.b64encode(
+            png(2, 2, (255, 0, 0))).decode()}}
+        many = {str(i): {"type": "noul", "instructions": "a" * 10240} for i in range(120)}
+        for body in ({"state": "a" * (1 << 20), "questions": {"q": NOUL_Q}},
+                     {"state": "x", "questions": many}):
+            status, _, doc = call(server, body={"model": "jev-latest", "assets": asset, **body})
+            self.assertEqual(status, 413, doc)
+            self.assertIn("asset placeholders", doc["detail"]["message"])
+
+    def test_a_full_body_budget_is_a_retryable_refusal(self):
+        """A body that claims the whole body budget while it trickles in: a second request
+        waits `--body-budget-wait-s`, then gets 529 with retry-after-ms in its route's shape
+        (never a hang or a 5xx); once the first is gone, the second is answered."""
+        fake = FakeEngine()
+        self.addCleanup(fake.stop)
+        server = start_shim(fake.url, ONEPASS_BODY_BUDGET_BYTES="1000000",
+                            ONEPASS_BODY_BUDGET_WAIT_S="0.3")
+        self.addCleanup(stop_shim, server)
+        hog = socket.create_connection(server.server_address[:2], timeout=5)
+        hog.sendall(request("POST", "/v1/systemone", headers={"Content-Length": "500000"}))
+        time.sleep(0.3)  # its claim is taken before a byte of its body is read
+        for path, body in (("/v1/systemone", req({"q": NOUL_Q})), ("/v1/decisions", {
+                "model": "jev-latest", "input": "x", "questions": [
+                    {"type": "predicate", "instructions": "Refund?"}]})):
+            started = time.monotonic()
+            status, headers, doc = call(server, path=path, body=body)
+            retry = headers.get("retry-after-ms"), headers.get("Retry-After")
+            self.assertEqual((status, *retry), (529, "1000", "1"), doc)
+            self.assertLess(time.monotonic() - started, 2)
+            self.assertEqual(set(doc), {"detail"} if "systemone" in path else {"error"})
+        hog.close()
+        deadline = time.monotonic() + 5
+        while call(server, body=req({"q": NOUL_Q}))[0] == 529 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.assertEqual(call(server, body=req({"q": NOUL_Q}))[0], 200)
+
+
+
+class TestAuthByDefault(unittest.TestCase):
+    """Auth wherever the server is reachable: no key on an address other than loopback refuses
+    to start (the shim exit 3, serve.sh exit 13 before vLLM starts) unless --allow-no-key says
+    so; with auth off on loopback only local Host values and same-origin (or no) Origin get in
+    (DNS rebinding, cross-site form posts), in the route's error shape; a missing and a wrong
+    key are both 401 with a Bearer challenge; two keys at once for a rotation; and one source
+    can neither pass its connection cap nor close another source's idle keep-alive."""
+
+    def test_no_key_on_a_public_address_refuses_to_start(self):
+        """shim.py on 0.0.0.0 without a key: exit 3 naming ONEPASS_API_KEY and --allow-no-key
+        (--check-config says the same, and 0 with a key); with ONEPASS_ALLOW_NO_KEY=1 it
+        listens with a warning, with a key it listens."""
+        clean = {k: v for k, v in os.environ.items() if not k.startswith("ONEPASS_")}
+
+        def shim(*args, **env):
+            return subprocess.run([sys.executable, "-I", "-S", "shim.py", "--host", "0.0.0.0",
+                                   "--port", "0", "--vllm", "http://127.0.0.1:9", *args],
+                                  cwd=ROOT, env={**clean, **env}, capture_output=True,
+                                  text=True, timeout=20)
+        for out in (shim(), shim("--check-config")):
+            self.assertEqual(out.returncode, 3, out.stderr)
+            for named in ("0.0.0.0", "ONEPASS_API_KEY", "--allow-no-key",
+                          "ONEPASS_ALLOW_NO_KEY=1"):
+                self.assertIn(named, out.stderr)
+        self.assertEqual(shim("--check-config", ONEPASS_API_KEY="k-1").returncode, 0)
+        for env, said in (({"ONEPASS_ALLOW_NO_KEY": "1"}, "auth is off on 0.0.0.0"),
+                          ({"ONEPASS_API_KEY": "k-1"}, "auth on")):
+            process = ShimProcess("http://127.0.0.1:9", {"ONEPASS_HOST": "0.0.0.0", **env})
+            self.assertEqual(process.stop(), 0, env)
+            self.assertIn(said, "".join(process.log))
+
+    def test_serve_sh_refuses_before_starting_vllm(self):
+        """The image's serve.sh (its ONEPASS_HOST and ONEPASS_INSTALL from deploy/Containerfile,
+        which sets no key and no ONEPASS_ALLOW_NO_KEY) run without a key: exit 13 with the
+        shim's reason, before its integrity checks and vLLM."""
+        from tests.unit.test_serve_install import fake_venv
+        image = dict(re.findall(r"\b(ONEPASS_\w+)=(\S+)", (ROOT / "deploy" / "Containerfile")
+                                .read_text().split("\nENV ONEPASS_DEVICE", 1)[1].split("\n\n")[0]))
+        self.assertEqual((image["ONEPASS_HOST"], image["ONEPASS_INSTALL"]), ("0.0.0.0", "0"))
+        self.assertFalse({"ONEPASS_API_KEY", "ONEPASS_ALLOW_NO_KEY"} & set(image))
+        with tempfile.TemporaryDirectory() as d:
+            venv = fake_venv(d, "cpu")
+            env = {k: v for k, v in os.environ.items() if not k.startswith("ONEPASS_")}
+            out = subprocess.run(["bash", str(ROOT / "serve.sh")], capture_output=True, text=True,
+                                 timeout=60, env={**env, "ONEPASS_VENV": str(venv),
+                                                  "ONEPASS_INSTALL": image["ONEPASS_INSTALL"],
+                                                  "ONEPASS_HOST": image["ONEPASS_HOST"],
+                                                  "ONEPASS_DEVICE": "cpu",
+                                                  "ONEPASS_MODEL": str(Path(d) / "model"),
+                                                  "ONEPASS_LOG_DIR": str(Path(d) / "logs")})
+        self.assertEqual(out.returncode, 13, out.stdout + out.stderr)
+        self.assertIn("--allow-no-key", out.stderr)
+        self.assertNotIn("verify: start", out.stdout)
+
+    def exchange_one(self, server, method, path, body=b"", headers=None):
+        [(status, got, raw)], _ = exchange(server.server_address[:2], request(
+            method, path, body, {"Connection": "close", **(headers or {})}))
+        return status, got, json.loads(raw)
+
+    def test_auth_off_answers_only_local_hosts_and_same_origin(self):
+        """Auth off on loopback: a Host that is not local (DNS rebinding) or an Origin of
+        another site (a form post from a page) is 403 in the route's shape, judged from the head
+        (a multipart or text/plain body unread); local Hosts with any port and a same-origin
+        Origin are answered; /health answers everyone, its details only to local callers; with
+        a key the Host is not judged."""
+        fake = FakeEngine()
+        self.addCleanup(fake.stop)
+        server = start_shim(fake.url)
+        self.addCleanup(stop_shim, server)
+        port = server.server_address[1]
+        one = json.dumps(systemone()).encode()
+        refused = [
+            ("POST", "/v1/systemone", one, {"Host": f"evil.example:{port}"}),
+            ("POST", "/v1/systemone", b"--b\r\n", {
+                "Host": f"127.0.0.1:{port}", "Origin": "http://evil.example",
+                "Content-Type": "multipart/form-data; boundary=b"}),
+            ("POST", "/v1/systemone", one, {"Host": f"127.0.0.1:{port}", "Origin": "null",
+                                           "Content-Type": "text/plain"}),
+            ("POST", "/v1/decisions", json.dumps(decisions()).encode(),
+             {"Host": f"evil.example:{port}"}),
+            ("GET", "/v1/models", b"", {"Host": f"evil.example:{port}"}),
+            ("GET", "/try/info", b"", {"Host": f"rebound.example:{port}"})]
+        for method, path, body, headers in refused:
+            status, got, doc = self.exchange_one(server, method, path, body, headers)
+            self.assertEqual((status, got.get("connection")), (403, "close"), (path, headers))
+            shape = doc["error"]["type"] if path == "/v1/decisions" else \
+                doc["detail"]["error_type"]
+            self.assertEqual(shape, "permission_error", doc)
+        for host in (f"localhost:{port}", f"127.0.0.1:{port}", f"[::1]:{port}", "127.0.0.1"):
+            for origin in ({}, {"Origin": f"http://{host}"}):
+                status, _, doc = self.exchange_one(server, "POST", "/v1/systemone", one,
+                                                   {"Host": host, **origin})
+                self.assertEqual(status, 200, (host, origin, doc))
+        _, _, far = self.exchange_one(server, "GET", "/health", headers={"Host": "evil.example"})
+        _, _, near = self.exchange_one(server, "GET", "/health", headers={"Host": "localhost"})
+        self.assertEqual((far["status"], "model" in far, "model" in near), ("ok", False, True))
+        keyed = start_shim(fake.url, ONEPASS_API_KEY="k-1")
+        self.addCleanup(stop_shim, keyed)
+        status, _, _ = self.exchange_one(keyed, "POST", "/v1/systemone", one, {
+            "Host": "onepass.example", "Authorization": "Bearer k-1"})
+        self.assertEqual(status, 200)
+
+    def test_missing_and_wrong_key_are_401_with_a_challenge(self):
+        """No key and a wrong key: 401 on every keyed route, each with WWW-Authenticate:
+        Bearer realm="onepass" (a wrong one adding error="invalid_token", RFC 6750), the bodies
+        in the route's shape as before."""
+        fake = FakeEngine()
+        self.addCleanup(fake.stop)
+        server = start_shim(fake.url, ONEPASS_API_KEY="k-1")
+        self.addCleanup(stop_shim, server)
+        routes = [("POST", "/v1/systemone", json.dumps(systemone()).encode()),
+                  ("POST", "/v1/decisions", json.dumps(decisions()).encode()),
+                  ("GET", "/v1/models", b""), ("GET", "/metrics", b"")]
+        for method, path, body in routes:
+            for key, challenge in (({}, 'Bearer realm="onepass"'),
+                                   ({"Authorization": "Bearer k-2"},
+                                    'Bearer realm="onepass", error="invalid_token"')):
+                status, got, doc = self.exchange_one(server, method, path, body, key)
+                self.assertEqual((status, got.get("www-authenticate")), (401, challenge),
+                                 (path, key))
+                if path == "/v1/decisions":
+                    self.assertEqual((doc["error"]["type"], doc["error"]["code"]),
+                                     ("authentication_error", "invalid_api_key"))
+                else:
+                    self.assertEqual(doc["detail"]["error_type"], "authentication_error")
+
+    def test_two_keys_at_once_for_a_rotation(self):
+        """ONEPASS_API_KEY="new,old": each key is accepted, the list itself is not."""
+        fake = FakeEngine()
+        self.addCleanup(fake.stop)
+        server = start_shim(fake.url, ONEPASS_API_KEY="k-new,k-old")
+        self.addCleanup(stop_shim, server)
+        for key, status in (("k-new", 200), ("k-old", 200), ("k-new,k-old", 401)):
+            self.assertEqual(call(server, body=systemone(), headers={
+                "Authorization": f"Bearer {key}"})[0], status, key)
+
+    @staticmethod
+    def connect(server, source: str) -> socket.socket:
+        """A connection from `source` (any 127.0.0.0/8 address: another client address)."""
+        return socket.create_connection(server.server_address[:2], timeout=3,
+                                        source_address=(source, 0))
+
+    def test_a_flood_cannot_take_another_sources_keepalive(self):
+        """A full table (4 connections, each source's cap as large): a source opening 20 new
+        connections closes only its own; the other source's idle keep-alive, the oldest,
+        answers its next request."""
+        server = start_shim("http://127.0.0.1:9", ONEPASS_MAX_CONNECTIONS="4")
+        self.addCleanup(stop_shim, server)
+        health = request("GET", "/health?live=1", headers={"Host": "127.0.0.1"})
+        keepalive = self.connect(server, "127.0.0.2")
+        self.addCleanup(keepalive.close)
+        rfile = keepalive.makefile("rb")
+        keepalive.sendall(health)
+        self.assertEqual(read_response(rfile)[0], 200)
+        flood = []
+        for _ in range(20):
+            flood.append(self.connect(server, "127.0.0.3"))
+            time.sleep(0.02)
+        self.addCleanup(lambda: [s.close() for s in flood])
+        keepalive.sendall(health)
+        self.assertEqual(read_response(rfile)[0], 200)
+
+    def test_a_source_past_its_cap_gets_503(self):
+        """--max-connections-per-source 2: a source's third connection gets 503 with
+        Retry-After and is closed; another source is served meanwhile."""
+        server = start_shim("http://127.0.0.1:9", ONEPASS_MAX_CONNECTIONS="8",
+                            ONEPASS_MAX_CONNECTIONS_PER_SOURCE="2")
+        self.addCleanup(stop_shim, server)
+        held = [self.connect(server, "127.0.0.3") for _ in range(2)]
+        self.addCleanup(lambda: [s.close() for s in held])
+        with self.connect(server, "127.0.0.3") as third:
+            status, headers, body = read_response(third.makefile("rb"))
+        self.assertEqual((status, headers["retry-after-ms"], headers["retry-after"],
+                          headers["connection"]), (503, "1000", "1", "close"))
+        self.assertIn("from your address", json.loads(body)["detail"]["message"])
+        with self.connect(server, "127.0.0.2") as other:
+            other.sendall(request("GET", "/health?live=1", headers={"Host": "127.0.0.1",
+                                                                    "Connection": "close"}))
+            self.assertEqual(read_response(other.makefile("rb"))[0], 200)
+
+
+class TestImageLinksAndFormats(unittest.TestCase):
+    """Image links cannot reach a private or metadata address or another port, and a client is
+    told the same words whatever stopped a fetch (else links scan hosts and ports from the
+    server's place); an image's size is the one vLLM's loader decodes, every GIF frame
+    included. A vision shim before a fake engine; links to local listeners use
+    ONEPASS_IMAGE_LINKS=all (private addresses allowed), so only the port and message rules
+    stand between them."""
+
+    NOT_FETCHED = "image 1: the image link could not be fetched"
+
+    def shim(self, **env):
+        fake = FakeEngine(profile="idefics3-tiny")
+        self.addCleanup(fake.stop)
+        server = start_shim(fake.url, ONEPASS_PROFILE="idefics3-tiny", **env)
+        self.addCleanup(stop_shim, server)
+        return server
+
+    def refused(self, server, image) -> dict:
+        """The one problem of a request whose only image is refused: 422 at images[0]."""
+        status, _, doc = call(server, body=systemone(images=[image]))
+        self.assertEqual(status, 422, doc)
+        problem, = doc["detail"]
+        self.assertEqual(problem["loc"], ["body", "images", 0])
+        return problem
+
+    def listener(self) -> socket.socket:
+        """A listening local socket that never accepts (closed: a port where nothing listens)."""
+        sock = socket.create_server(("127.0.0.1", 0))
+        self.addCleanup(sock.close)
+        return sock
+
+    def test_metadata_and_special_addresses_are_refused(self):
+        """Cloud metadata (AWS, GCP, Azure: link-local, IPv6 ULA, Azure's wire server), an IETF
+        protocol address and a site-local one: the one message, as literals (no DNS)."""
+        server = self.shim(ONEPASS_IMAGE_FETCH_TIMEOUT_S="1")
+        for link in ("https://169.254.169.254/latest/meta-data/x.png", "https://[fd00:ec2::254]/",
+                     "https://168.63.129.16/machine", "https://192.0.0.9/x.png",
+                     "https://[fec0::1]/x.png", "https://[::ffff:169.254.169.254]/x.png"):
+            with self.subTest(link):
+                self.assertEqual(self.refused(server, link)["msg"], self.NOT_FETCHED)
+
+    def test_port_22_is_refused_before_connecting(self):
+        """Only ports 80 and 443 by default: a link to port 22, or to a listening local port,
+        is refused saying so, and nothing connects to the listener."""
+        server = self.shim(ONEPASS_IMAGE_LINKS="all", ONEPASS_IMAGE_LINKS_HTTP="true")
+        port = self.listener()
+        for link in ("http://127.0.0.1:22/x.png", f"http://127.0.0.1:{port.getsockname()[1]}/"):
+            with self.subTest(link):
+                self.assertEqual(self.refused(server, link)["msg"],
+                                 "image 1: image links may use only ports 80, 443")
+        port.setblocking(False)
+        with self.assertRaises(BlockingIOError):
+            port.accept()  # no connection is waiting
+
+    def test_one_message_for_refused_timed_out_and_404(self):
+        """A closed port (connection refused), a port that never answers (timed out) and a
+        server answering 404: the same status and problem for each."""
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        class NotFound(BaseHTTPRequestHandler):
+            def do_GET(self):
+                self.send_response(404)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+        web = ThreadingHTTPServer(("127.0.0.1", 0), NotFound)
+        threading.Thread(target=web.serve_forever, daemon=True).start()
+        self.addCleanup(web.server_close)
+        self.addCleanup(web.shutdown)
+        closed = self.listener()
+        closed_port = closed.getsockname()[1]
+        closed.close()
+        silent_port = self.listener().getsockname()[1]
+        ports = (closed_port, silent_port, web.server_port)
+        server = self.shim(ONEPASS_IMAGE_LINKS="all", ONEPASS_IMAGE_LINKS_HTTP="true",
+                           ONEPASS_IMAGE_FETCH_TIMEOUT_S="0.5",
+                           ONEPASS_IMAGE_LINK_PORTS=",".join(map(str, ports)))
+        problems = {cause: self.refused(server, f"http://127.0.0.1:{port}/x.png") for cause, port
+                    in zip(("refused", "timed out", "HTTP 404"), ports)}
+        self.assertEqual(problems, dict.fromkeys(problems, {
+            "loc": ["body", "images", 0], "msg": self.NOT_FETCHED, "type": "image_invalid"}))
+
+    def test_a_gif_frame_larger_than_its_screen_is_refused(self):
+        """A 1x1 GIF screen with an 8000x8000 frame (Pillow, vLLM's loader, grows the image to
+        the frame: 64 megapixels past the 16.8 limit): 422 naming the frame."""
+        import struct
+        gif = (b"GIF89a" + struct.pack("<HHBBB", 1, 1, 0x80, 0, 0) + b"\0\0\0\xff\xff\xff"
+               + b"," + struct.pack("<HHHHB", 0, 0, 8000, 8000, 0) + b"\x02\x01\x2c\0;")
+        server = self.shim()
+        problem = self.refused(server, "data:image/gif;base64," + base64.b64encode(gif).decode())
+        self.assertIn("8000x8000 at 0,0 reaches past its 1x1 screen", problem["msg"])
+
+
+class TestClientTextIsText(unittest.TestCase):
+    """Client text cannot forge chat turns: every special token string of every shipped profile
+    (its tokenizer contract's specials, its chat template's markers, its image tokens), written
+    by a client into the state (text or JSON), instructions, option names and descriptions or
+    score levels on either API, leaves every prompt with exactly the specials the layout writes
+    itself (offline; through vLLM's tokenizer: tests/live/test_client_text_live.py)."""
+
+    def bodies(self, text: str):
+        from onepass.api import decisions, systemone
+        state = {"note": text, text: [text]}
+        yield systemone, {"model": "m", "state": text, "questions": {
+            "a": {"type": "noul", "instructions": text},
+            "b": {"type": "choice", "instructions": text,
+                  "criteria": {text: text, "other" + text: None}},
+            "c": {"type": "score", "instructions": "How?", "criteria": [text, "high" + text]}}}
+        yield systemone, {"model": "m", "state": state,
+                          "questions": {"a": {"type": "noul", "instructions": "Yes?"}}}
+        yield decisions, {"model": "m", "input": [
+            {"role": "user", "content": [{"type": "input_text", "text": text},
+                                         {"type": "input_json", "data": {"k": text}}]},
+            {"type": "function_call", "call_id": "c", "name": "f", "arguments": text},
+            {"type": "function_call_output", "call_id": "c", "output": text}], "questions": [
+            {"type": "predicate", "name": "a", "instructions": text},
+            {"type": "choice", "name": "b", "instructions": "Which?",
+             "choices": [{"value": text, "description": text}, {"value": "x" + text}]},
+            {"type": "score", "name": "c", "instructions": "How?",
+             "levels": [{"label": text, "description": text}, {"label": "y" + text}]}]}
+
+    def test_every_listed_marker_of_every_shipped_profile(self):
+        from onepass import config
+        from onepass.pipeline import offline
+        from onepass.prompt import layout, neutral
+        path = ROOT / "serve_config.json"
+        from tests.support.unit_profile import LABELS as labels
+        for name in sorted(json.loads(path.read_text())["profiles"]):
+            profile = config.load_profile(str(path), name)[1]
+            found = neutral.strings(profile)
+            self.assertTrue(found, name)
+
+            listed, firsts, lengths = set(found), {s[0] for s in found}, {len(s) for s in found}
+
+            def specials(prompt):  # (where, which) of every listed string, found plainly
+                return [(i, prompt[i:i + n]) for i, ch in enumerate(prompt) if ch in firsts
+                        for n in lengths if prompt[i:i + n] in listed]
+            forged = " ".join(found)
+            for (api, body), (_, plain) in zip(self.bodies(forged), self.bodies("words")):
+                reads = layout.layout(offline(api, body)[0], profile, labels)
+                own = layout.layout(offline(api, plain)[0], profile, labels)
+                self.assertEqual(len(reads), len(own))
+                for read, mine in zip(reads, own):
+                    self.assertEqual([w for _, w in specials(read.prompt)],
+                                     [w for _, w in specials(mine.prompt)], name)
+                    self.assertIn(f"{found[-1][0]}{neutral.JOINER}{found[-1][1:]}",
+                                  read.prompt, name)
 
 
 if __name__ == "__main__":

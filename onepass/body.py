@@ -1,9 +1,12 @@
 """A request body (edge/framing.py read it off the socket) decoded and parsed as JSON: the first
 thing Service.handle does with it, before the adapter reads any field.
 
-Owns: Content-Encoding (gzip, deflate, zstd; whole streams only) with a cap on the decoded size,
-Content-Type checks, strict JSON parsing (no NaN, no number beyond a float, no lone surrogate,
-bounded nesting), and multipart/form-data (the JSON in a part named `request`, images in others).
+Owns: what a body may hold (Limits: the JSON's own bytes once decoded, a vision profile's images
+beside them, the wire), what it claims of the body budget before it is read (claim) and holds
+once decoded and counted (the hold resized before json.loads runs), Content-Encoding (gzip,
+deflate, zstd; whole streams only) with a cap on the decoded size, Content-Type checks, strict
+JSON parsing (no NaN, no number beyond a float, no lone surrogate; values and nesting counted
+before parsing, json_shape.py) and multipart/form-data (multipart.py).
 Never: interprets the JSON (the adapters do) or logs body bytes.
 In: the body bytes and its headers. Out: a JSON value, or a typed error.
 """
@@ -11,8 +14,12 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 import zlib
+from dataclasses import dataclass
 
+from . import json_shape, multipart
+from .edge.framing import CHUNKED
 from .errors import InvalidRequest, PayloadTooLarge, Problem, UnsupportedMediaType
 
 try:  # Python 3.14+
@@ -24,15 +31,72 @@ except ImportError:
         _zstd = None
 
 MAX_CODINGS = 2  # content codings applied on top of each other (each is bounded anyway)
-MAX_JSON_DEPTH = 100  # objects and arrays inside one another: the stages walk them recursively
-SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+MAX_JSON_DEPTH, MAX_JSON_VALUES = json_shape.MAX_DEPTH, json_shape.MAX_VALUES
+DEFLATE_RATIO = 1032  # DEFLATE's largest expansion: a 258-byte match coded in 2 bits
+DEFLATES = ({"gzip"}, {"x-gzip"}, {"deflate"})  # one layer of these: bounded by the ratio
+SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 ZSTD_HOWTO = ("this server cannot decode zstd request bodies: run it on Python 3.14+ or install "
               "backports.zstd beside it, or send the body uncompressed")
 
 
+@dataclass(frozen=True)
+class Limits:
+    """What one request body may hold."""
+    decoded_bytes: int = sys.maxsize  # the JSON's own bytes once decoded (--max-decoded-bytes)
+    image_bytes: int = 0  # images' bytes beside them (a vision profile's, as base64)
+    wire_bytes: int | None = None  # on the wire, images aside (--max-body-bytes; None: as
+    # decoded)
+    values: int = MAX_JSON_VALUES
+    depth: int = MAX_JSON_DEPTH
+
+    @property
+    def decoded(self) -> int:
+        return self.decoded_bytes + self.image_bytes
+
+    @property
+    def wire(self) -> int:
+        wire = self.decoded_bytes if self.wire_bytes is None else self.wire_bytes
+        return wire + self.image_bytes
+
+
+def limits(settings) -> Limits:
+    """The limits of the settings and their profile: a vision profile's images are allowed
+    beside the JSON, as many as it reads of the largest it takes, as base64 in a data URL."""
+    vision, images = settings.model.vision, 0
+    if vision:
+        images = vision.max_images * (4 * -(-vision.max_bytes // 3) + len("data:image/;base64,")
+                                      + 16)
+    return Limits(settings.max_decoded_bytes, images, settings.max_body_bytes,
+                  settings.max_json_values)
+
+
+def claim(headers, length: int, lim: Limits) -> tuple[int, int]:
+    """(bytes, wire limit) of a body of `length` wire bytes (framing.CHUNKED: not known): what
+    reading, decoding and counting it may hold (json_shape: a copy or two of it), claimed of the
+    body budget before it is read; what parsing holds is taken once it is counted (read), so
+    a slow sender holds no more than its body's copies. A compressed body claims what it may
+    decode to: one DEFLATE layer at most 1,032 times its length, within the decoded cap. Past
+    the wire limit a 413, before anything is claimed."""
+    wire = lim.wire
+    if length > wire:
+        raise PayloadTooLarge(f"the body is {length} bytes; this server accepts at most {wire} "
+                              "bytes per request")
+    most = wire if length == CHUNKED else length
+    raw = 2 * most if length == CHUNKED else most  # chunks, then joined
+    codings = set(_codings(headers.get("Content-Encoding", ""))) - {"identity"}
+    decoded = most if not codings else min(lim.decoded, most * DEFLATE_RATIO) \
+        if codings in DEFLATES else lim.decoded
+    work = 2 * decoded  # counting: a copy or two of it
+    if codings:
+        work += 2 * decoded  # the decompressor's pieces, then joined
+    if headers.get("Content-Type", "").lower().startswith("multipart/"):
+        work += 2 * decoded  # split into parts
+    return raw + work, wire
+
+
 def decode(body: bytes, content_encoding: str, max_decoded_bytes: int) -> bytes:
     """Undo Content-Encoding (applied in order, so undone in reverse)."""
-    codings = [c.strip().lower() for c in content_encoding.split(",") if c.strip()]
+    codings = _codings(content_encoding)
     if len(codings) > MAX_CODINGS:
         raise UnsupportedMediaType(f"at most {MAX_CODINGS} content codings, got {len(codings)}")
     for coding in reversed(codings):
@@ -49,6 +113,10 @@ def decode(body: bytes, content_encoding: str, max_decoded_bytes: int) -> bytes:
             raise UnsupportedMediaType(f"unsupported Content-Encoding {coding!r}; "
                                        "use gzip, deflate, zstd or none")
     return body
+
+
+def _codings(content_encoding: str) -> list[str]:
+    return [c.strip().lower() for c in content_encoding.split(",") if c.strip()]
 
 
 def _bounded(decompressor, data: bytes, limit: int, error) -> bytes:
@@ -68,89 +136,65 @@ def _bounded(decompressor, data: bytes, limit: int, error) -> bytes:
     return out
 
 
-MAX_PARTS = 32  # a multipart body's parts, the request included
+def read(raw: bytes, headers, lim: Limits, hold=None) -> tuple:
+    """(JSON value, multipart files): the body decoded and parsed, before any API field. With
+    a hold on the body budget (holding claim's bytes), the hold is resized to what counting
+    and then parsing hold before they run; no room in time is a 529 (Overloaded)."""
+    data = decode(raw, headers.get("Content-Encoding", ""), lim.decoded)
+    held = len(raw) + (len(data) if data is not raw else 0)
+    return parse(data, headers.get("Content-Type", ""), lim, hold, held)
 
 
-def parse(body: bytes, content_type: str):
+def parse(body: bytes, content_type: str, lim: Limits = Limits(), hold=None, held: int = 0):
     """(JSON value, {part name: bytes}) from a JSON or a multipart/form-data body."""
     media, _, params = content_type.partition(";")
     if media.strip().lower() != "multipart/form-data":
-        return parse_json(body, content_type), {}
-    boundary = _param(params, "boundary")
-    if not boundary or len(boundary) > 70:
-        raise InvalidRequest([Problem((), "multipart/form-data needs a boundary of 1 to 70 "
-                                      "characters", "value_error")])
-    files = _multipart(body, boundary.encode("latin-1", "replace"))
-    if "request" not in files:
-        raise InvalidRequest([Problem((), "a multipart body needs a part named \"request\" "
-                                      "holding the JSON request", "missing")])
-    request, ctype = files.pop("request")
-    return parse_json(request, ctype or "application/json"), {k: v for k, (v, _) in files.items()}
-
-
-def _param(params: str, name: str) -> str | None:
-    for item in params.split(";"):
-        key, _, value = item.strip().partition("=")
-        if key.strip().lower() == name:
-            return value.strip().strip('"')
-    return None
-
-
-def _multipart(body: bytes, boundary: bytes) -> dict:
-    """{name: (bytes, content type)}; every part needs a unique form-data name."""
-    def bad(msg):
-        return InvalidRequest([Problem((), f"malformed multipart body: {msg}", "value_error")])
-    delimiter = b"--" + boundary
-    start = body.find(delimiter)  # anything before it is a preamble, ignored
-    if start < 0:
-        raise bad("the boundary never occurs")
-    chunks = body[start + len(delimiter):].split(b"\r\n" + delimiter)
-    if len(chunks) > MAX_PARTS + 1:
-        raise bad(f"more than {MAX_PARTS} parts")
-    parts = {}
-    for chunk in chunks:
-        if chunk.startswith(b"--"):  # the closing delimiter
-            return parts
-        head, sep, content = chunk.partition(b"\r\n\r\n")
-        if not sep:
-            raise bad("a part without a blank line after its headers")
-        headers = {}
-        for line in head.decode("utf-8", "replace").split("\r\n")[1:]:
-            key, _, value = line.partition(":")
-            headers[key.strip().lower()] = value.strip()
-        disposition, _, params = headers.get("content-disposition", "").partition(";")
-        name = _param(params, "name")
-        if disposition.strip().lower() != "form-data" or not name:
-            raise bad("every part needs Content-Disposition: form-data with a name")
-        if name in parts:
-            raise bad(f"two parts are named {name!r}")
-        parts[name] = (content, headers.get("content-type", ""))
-    raise bad("no closing boundary")
+        return parse_json(body, content_type, lim, hold, held), {}
+    if hold is not None:  # split: a copy of the body after its preamble, then its parts
+        hold.resize(held + 2 * len(body))
+    request, ctype, files = multipart.split(body, params)
+    held += len(body)
+    return parse_json(request, ctype or "application/json", lim, hold, held), files
 
 
 def _no_constants(name):
     raise ValueError(f"{name} is not valid JSON")
 
 
-def parse_json(body: bytes, content_type: str):
+def parse_json(body: bytes, content_type: str, lim: Limits = Limits(), hold=None,
+               held: int = 0):
+    """The JSON value of a body, its shape checked first (json_shape.scan) and, with a hold,
+    the bytes its parse takes held (`held`: what the request holds besides) before parsing."""
     media = content_type.split(";", 1)[0].strip().lower()
     if media and media != "application/json" and not media.endswith("+json"):
         raise UnsupportedMediaType(f"Content-Type {media!r} is not supported here; "
                                    "send application/json")
+    if lim.image_bytes and len(body) > lim.decoded_bytes:
+        besides = len(body) - min(json_shape.image_bytes(body), lim.image_bytes)
+        if besides > lim.decoded_bytes:
+            raise PayloadTooLarge(f"the JSON is {besides} bytes besides images; this server reads "
+                                  f"at most {lim.decoded_bytes} bytes besides images per request")
+    if hold is not None:
+        hold.resize(held + 2 * len(body))  # what counting copies
+    shape = json_shape.scan(body, lim)
+    surrogates = shape.escapes and SURROGATE_ESCAPE.search(body) is not None
+    if hold is not None:  # the lone-surrogate check encodes the value once more
+        hold.resize(held + shape.parse_bytes(len(body)) + 8 * len(body) * surrogates)
     try:
         text = body.decode("utf-8")
         value = json.loads(text, parse_constant=_no_constants, parse_float=_finite)
-        if _depth_over(value, MAX_JSON_DEPTH):
-            raise RecursionError
-        if SURROGATE_ESCAPE.search(text):  # only an escape can make one: check the strings
-            json.dumps(value, ensure_ascii=False).encode("utf-8")
+        del text
+        if surrogates:  # only an escape can make one: check the strings
+            json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        if hold is not None:  # the text is gone; the value stays
+            hold.resize(held + shape.kept_bytes(len(body)))
         return value
     except UnicodeDecodeError as e:
         msg = f"the body is not UTF-8: {e.reason} at byte {e.start}"
     except UnicodeEncodeError:
         msg = "the JSON has a lone surrogate escape (\\ud800-\\udfff outside a pair)"
     except RecursionError:
-        msg = f"the JSON is nested too deeply (at most {MAX_JSON_DEPTH} levels)"
+        msg = f"the JSON is nested too deeply (at most {lim.depth} levels)"
     except ValueError as e:
         msg = f"JSON decode error: {e}"
     raise InvalidRequest([Problem((), msg, "json_invalid")])
@@ -161,21 +205,3 @@ def _finite(text: str) -> float:
     if value in (float("inf"), float("-inf")):
         raise ValueError(f"the number {text[:20]} is out of range for a float")
     return value
-
-
-def _depth_over(value, limit: int) -> bool:
-    """Objects and arrays nested more than `limit` deep (iterative: any depth is safe here)."""
-    stack = [(value, 1)] if isinstance(value, (dict, list)) else []
-    while stack:
-        node, depth = stack.pop()
-        children = node.values() if isinstance(node, dict) else node
-        if depth > limit:
-            return True
-        stack.extend((c, depth + 1) for c in children if isinstance(c, (dict, list)))
-    return False
-
-
-def read(raw: bytes, headers, max_decoded_bytes: int) -> tuple:
-    """(JSON value, multipart files): the body decoded and parsed, before any API field."""
-    return parse(decode(raw, headers.get("Content-Encoding", ""), max_decoded_bytes),
-                 headers.get("Content-Type", ""))

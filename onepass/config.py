@@ -13,6 +13,8 @@ import os
 from dataclasses import field, make_dataclass
 
 from . import kinds
+from .edge import admission
+from .json_shape import MAX_VALUES as MAX_JSON_VALUES
 
 # The profile's names, importable from here as before (shim.py, tools and tests use them).
 from .profile import (MAX_REPEAT, Calibration, ConfigError, Layout, Profile,  # noqa: F401
@@ -28,9 +30,21 @@ SETTINGS = {
     "host": (str, "127.0.0.1", "ONEPASS_HOST", "address the shim listens on"),
     "port": (int, 8741, "ONEPASS_PORT", "port the shim listens on (0 = any free port)"),
     "vllm": (str, "http://127.0.0.1:8742", "ONEPASS_VLLM_URL", "base URL of the vLLM server"),
-    "max_body_bytes": (int, 32 << 20, "ONEPASS_MAX_BODY_BYTES", "largest request body on the wire"),
-    "max_decoded_bytes": (int, 64 << 20, "ONEPASS_MAX_DECODED_BYTES",
-                          "largest request body after gzip/zstd decoding"),
+    # the state limit (8 MiB) and 4 MiB for questions and the rest; a vision profile's images
+    # are allowed beside both (its max_images x max_bytes, as base64)
+    "max_body_bytes": (int, 12 << 20, "ONEPASS_MAX_BODY_BYTES",
+                       "largest request body on the wire, images aside"),
+    "max_decoded_bytes": (int, 12 << 20, "ONEPASS_MAX_DECODED_BYTES",
+                          "largest request body after gzip/zstd decoding, images aside"),
+    "max_json_values": (int, MAX_JSON_VALUES, "ONEPASS_MAX_JSON_VALUES",
+                        "values in a request's JSON (strings, numbers, objects, arrays), counted "
+                        "before it is parsed; more: 413"),
+    "body_budget_bytes": (int, 128 << 20, "ONEPASS_BODY_BUDGET_BYTES",
+                          "bytes request bodies hold while read, decoded and parsed, every "
+                          "request together (a larger one goes alone); a request waits for room"),
+    "body_budget_wait_s": (float, 5.0, "ONEPASS_BODY_BUDGET_WAIT_S",
+                           "longest wait for room in the body budget; then 529 with "
+                           "retry-after-ms"),
     "max_questions": (int, 400, "ONEPASS_MAX_QUESTIONS", "most questions in one request"),
     "max_in_flight": (int, 64, "ONEPASS_MAX_IN_FLIGHT",
                       "requests answered at once; more get 529 with retry-after-ms"),
@@ -40,6 +54,12 @@ SETTINGS = {
     "max_connections": (int, 256, "ONEPASS_MAX_CONNECTIONS",
                         "open client connections; past it the longest-idle (else the slowest "
                         "sending) one is closed, or the newcomer gets 529"),
+    "max_connections_per_source": (int, 0, "ONEPASS_MAX_CONNECTIONS_PER_SOURCE",
+                                   "open client connections from one address; past it its newest "
+                                   "gets 503 (0 = a quarter of max_connections, at least 16)"),
+    "allow_no_key": (str, "off", "ONEPASS_ALLOW_NO_KEY",
+                     "on (or 1, or the bare flag): listen on an address other than loopback "
+                     "without ONEPASS_API_KEY, auth off on purpose; off: such a start is refused"),
     "engine_timeout_s": (float, 60.0, "ONEPASS_ENGINE_TIMEOUT_S", "longest wait for one vLLM call"),
     "engine_bytes_in_flight": (int, 256 << 20, "ONEPASS_ENGINE_BYTES_IN_FLIGHT",
                                "bytes of request bodies on their way to vLLM at once, every "
@@ -71,6 +91,9 @@ SETTINGS = {
                     "link), or all (private and loopback addresses too: trusted networks, tests)"),
     "image_links_http": (str, "false", "ONEPASS_IMAGE_LINKS_HTTP",
                          "true: image links may use plain http (default: https only)"),
+    "image_link_ports": (str, "80,443", "ONEPASS_IMAGE_LINK_PORTS",
+                         "the ports image links and their redirects may use, comma-separated "
+                         "(another is refused before any lookup or connection)"),
     "image_fetch_timeout_s": (float, 5.0, "ONEPASS_IMAGE_FETCH_TIMEOUT_S",
                               "longest wait for each connect and read of an image link"),
     "try_page": (str, "on", "ONEPASS_TRY_PAGE",
@@ -82,8 +105,9 @@ KIND_SETTINGS = {name: row for kind in kinds.KINDS.values() for name, row in kin
 SETTINGS.update(KIND_SETTINGS)
 IMAGE_LINKS = ("public", "off", "all")
 DRAIN_REFUSALS = ("503", "close")
-TRY_PAGE = {"on": "on", "1": "on", "true": "on", "off": "off", "0": "off", "false": "off"}
+ON_OFF = {"on": "on", "1": "on", "true": "on", "off": "off", "0": "off", "false": "off"}
 SECRET_ENV = "ONEPASS_API_KEY"  # read from the environment only, never from argv or the file
+SWITCHES = ("allow_no_key",)  # a bare flag means on
 
 
 # Settings: one field per row of the table, then the key (never in a repr, so never in a log line
@@ -95,10 +119,15 @@ Settings = make_dataclass("Settings", [(name, row[0]) for name, row in SETTINGS.
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="shim.py", description="onepass: System One decisions from vLLM.",
-        epilog=f"The API key is read from ${SECRET_ENV} only (unset or empty = auth off).")
+        epilog=f"The API key is read from ${SECRET_ENV} only (unset or empty = auth off, on "
+        "loopback only unless --allow-no-key; a comma separates two keys during a rotation).")
     for name, (kind, default, env, meaning) in SETTINGS.items():
+        bare = {"nargs": "?", "const": "on"} if name in SWITCHES else {}
         parser.add_argument("--" + name.replace("_", "-"), dest=name, type=kind, default=None,
-                            help=f"{meaning} (env {env}, default {default!r})")
+                            help=f"{meaning} (env {env}, default {default!r})", **bare)
+    parser.add_argument("--check-config", action="store_true",
+                        help="judge the settings, the profile file and the key against the "
+                        "address, then exit: 0, or 3 saying what is wrong (serve.sh, before vLLM)")
     return parser.parse_args(argv)
 
 
@@ -117,6 +146,7 @@ def load(argv: list[str] | None = None, environ: dict | None = None) -> Settings
     for name in ("port", "max_body_bytes", "max_decoded_bytes", "max_questions", "max_in_flight",
                  "engine_connections", "engine_bytes_in_flight", "engine_bytes_per_request",
                  "max_reads", "max_connections", "engine_timeout_s", "client_timeout_s",
+                 "max_json_values", "body_budget_bytes", "body_budget_wait_s",
                  "keepalive_timeout_s", "drain_timeout_s", *KIND_SETTINGS):
         if not 0 < values[name] < math.inf and not (name == "port" and values[name] == 0):
             raise ConfigError(f"{name} must be positive and finite, got {values[name]}")
@@ -124,14 +154,47 @@ def load(argv: list[str] | None = None, environ: dict | None = None) -> Settings
         raise ConfigError(f"image_links must be one of {', '.join(IMAGE_LINKS)}")
     if values["drain_refusal"] not in DRAIN_REFUSALS:
         raise ConfigError(f"drain_refusal must be one of {', '.join(DRAIN_REFUSALS)}")
-    values["try_page"] = TRY_PAGE.get(values["try_page"].lower(), values["try_page"])
+    values["try_page"] = ON_OFF.get(values["try_page"].lower(), values["try_page"])
     if values["try_page"] not in ("on", "off"):
         raise ConfigError("try_page must be on or off (1 or 0)")
     if values["image_links_http"] not in ("true", "false"):
         raise ConfigError("image_links_http must be true or false")
     if not 0 < values["image_fetch_timeout_s"] <= 60:
         raise ConfigError("image_fetch_timeout_s must be in (0, 60]")
+    try:
+        port_list(values["image_link_ports"])
+    except ValueError:
+        raise ConfigError("image_link_ports must be ports from 1 to 65535, comma-separated"
+                          ) from None
     values["vllm"] = values["vllm"].rstrip("/")
+    api_key = check_exposure(values, env.get(SECRET_ENV, ""))
     profile_name, profile = load_profile(values["config"], values["profile"])
     values["profile"] = profile_name
-    return Settings(api_key=env.get(SECRET_ENV, ""), model=profile, **values)
+    return Settings(api_key=api_key, model=profile, **values)
+
+
+def port_list(text: str) -> tuple[int, ...]:
+    """"80,443" -> (80, 443); ValueError unless every item is a port from 1 to 65535."""
+    items = [item.strip() for item in text.split(",")]
+    if not all(item.isascii() and item.isdigit() and 0 < int(item) < 65536 for item in items):
+        raise ValueError(f"not a list of ports: {text[:40]!r}")
+    return tuple(map(int, items))
+
+
+def check_exposure(values: dict, api_key: str) -> str:
+    """The key, once it holds one; no key on an address other than loopback only when
+    allow_no_key says so (anything that reaches that address could use the model)."""
+    if values["max_connections_per_source"] < 0:
+        raise ConfigError("max_connections_per_source must be 0 (the default share) or more")
+    values["allow_no_key"] = ON_OFF.get(values["allow_no_key"].lower(), values["allow_no_key"])
+    if values["allow_no_key"] not in ("on", "off"):
+        raise ConfigError("allow_no_key must be on or off (1 or 0)")
+    if api_key and not admission.keys(api_key):
+        raise ConfigError(f"{SECRET_ENV} is set but holds no key (only commas and spaces)")
+    if not api_key and values["allow_no_key"] == "off" and not admission.binds_loopback(
+            values["host"]):
+        raise ConfigError(
+            f"refusing to listen on {values['host'] or 'every address'!r} (not loopback) with "
+            f"auth off: set {SECRET_ENV}, or pass --allow-no-key (ONEPASS_ALLOW_NO_KEY=1) to "
+            "serve without a key on purpose")
+    return api_key

@@ -56,13 +56,24 @@ class BadRequest(OnepassError):
 
 
 class AuthMissing(OnepassError):
-    status = 403
+    """No bearer key (no Authorization header, or another scheme): 401 with RFC 6750's
+    challenge, which names no error when no credentials came."""
+    status = 401
     error_type = "authentication_error"
+    challenge = 'Bearer realm="onepass"'  # sent as WWW-Authenticate
 
 
 class AuthInvalid(OnepassError):
     status = 401
     error_type = "authentication_error"
+    challenge = 'Bearer realm="onepass", error="invalid_token"'
+
+
+class Forbidden(OnepassError):
+    """Auth is off and the request is not local: a Host other than localhost or a loopback
+    address (DNS rebinding), or an Origin of another site (a page's cross-site post)."""
+    status = 403
+    error_type = "permission_error"
 
 
 class NotFound(OnepassError):
@@ -122,6 +133,13 @@ class Overloaded(OnepassError):
     """Too many requests in flight, or still warming up: clients retry after a pause."""
     status = 529
     error_type = "overloaded_error"
+
+
+class SourceOverCap(OnepassError):
+    """One client address holds its cap of open connections: its newest one is answered so and
+    closed, and no other client's connection is closed for it."""
+    status = 503
+    error_type = "service_unavailable"
 
 
 class ShuttingDown(OnepassError):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import json
 from dataclasses import MISSING, dataclass, field, fields
+from pathlib import Path
 
 from . import kinds
 from . import reasoning
@@ -21,6 +22,9 @@ from .kinds import box as box_kind
 
 class ConfigError(Exception):
     pass
+
+
+ROOT = Path(__file__).resolve().parents[1]  # a tokenizer contract's path is relative to it
 
 
 STATE_SELECTIONS = ("bm25", "head_tail")
@@ -102,6 +106,8 @@ class Profile:
     reasoning: object = None  # reasoning.Settings: how the model thinks first (None: never)
     head_dtype: str = "float32"  # "model": the lm_head in the served dtype (an opt-out that
     # needs a measurement in provenance); serve.sh runs it in fp32 otherwise
+    specials: tuple[str, ...] = ()  # every special token of the model's tokenizer, from its
+    # tokenizer contract (never from the profile file): client text never carries them as such
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -122,11 +128,12 @@ def load_profile(path: str, name: str) -> tuple[str, Profile]:
     raw = dict(doc["profiles"][name])
     label_keys = {k.label_key: k.name for k in kinds.KINDS.values() if k.label_key}
     wanted = {f.name for f in fields(Profile) if f.default is MISSING} - {"labels"}
-    optional = {f.name for f in fields(Profile)} - wanted - {"labels"}
+    optional = {f.name for f in fields(Profile)} - wanted - {"labels", "specials"}
     raw.pop("comment", None)
     _check_keys({k: v for k, v in raw.items() if k not in optional}, wanted | set(label_keys),
                 f"{path} profile {name!r}")
     raw["labels"] = {kind: tuple(expand_labels(raw.pop(key))) for key, kind in label_keys.items()}
+    raw["specials"] = contract_specials(raw["tokenizer_contract"], f"{path} profile {name!r}")
     try:
         raw["layout"] = Layout(**raw["layout"])
         raw["calibration"] = Calibration(**raw["calibration"])
@@ -140,6 +147,25 @@ def load_profile(path: str, name: str) -> tuple[str, Profile]:
         raise ConfigError(f"{path} profile {name!r}: {e}") from None
     _check_profile(profile, f"{path} profile {name!r}")
     return name, profile
+
+
+def contract_specials(contract, where: str) -> tuple[str, ...]:
+    """The special tokens a tokenizer contract lists (tools/models/tokenizer_contract.py writes
+    every one the tokenizer has); () without a contract."""
+    if contract is None:
+        return ()
+    if not isinstance(contract, str):
+        raise ConfigError(f"{where}: tokenizer_contract must be a path under tokenizer/ or null")
+    try:
+        doc = json.loads((ROOT / contract).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise ConfigError(f"{where}: cannot read its tokenizer contract: {e}") from None
+    specials = doc.get("specials") if isinstance(doc, dict) else None
+    if not (isinstance(specials, dict) and specials and all(
+            isinstance(s, str) and type(i) is int for s, i in specials.items())):
+        raise ConfigError(f"{where}: {contract} lists no special tokens (text -> id); write it "
+                          "again with tools/models/tokenizer_contract.py")
+    return tuple(specials)
 
 
 def expand_labels(specs) -> list[str]:

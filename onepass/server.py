@@ -1,9 +1,9 @@
 """The service behind the HTTP edge: routes, auth, health, readiness and the one error renderer.
 
-Owns: judging a request from its head (route, method, key, draining, warm-up, in-flight slots),
-the one entry for a decision request (handle: decode, parse, decide, render), /health,
-/v1/models, /metrics, /openapi.json, the start-up guard and warm-up (readiness), and rendering
-every error.
+Owns: judging a request from its head (route, method, key or local caller, draining, warm-up,
+in-flight slots; then its body's claim on the body budget), the one entry for a decision
+request (handle: decode, parse, decide, render), /health, /v1/models, /metrics,
+/openapi.json, the start-up guard and warm-up (readiness), and rendering every error.
 Never: touches sockets or HTTP framing (edge/ does), validates API fields (api/ does) or
 decides (pipeline.py does: the steps between parse and render).
 In: a request's method, path, headers (then its body). Out: (status, doc) in the contract's
@@ -18,17 +18,17 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from . import body, kinds, metrics, openapi, telemetry, tryit
+from . import body, config, kinds, metrics, openapi, telemetry, tryit
 from .api import decisions, models, systemone
 from .backend import probes
 from .backend.engine import Engine
 from .backend.warmup import warmup_bodies
 from .config import Settings
 from .decision import CAUSAL, TWO_WAY
-from .edge import admission
+from .edge import admission, body_budget
 from .edge.connections import Raw
-from .errors import (EngineUnavailable, MethodNotAllowed, NotFound, NotReady, OnepassError,
-                     Overloaded, ShuttingDown)
+from .errors import (AuthInvalid, AuthMissing, EngineUnavailable, Forbidden, MethodNotAllowed,
+                     NotFound, NotReady, OnepassError, Overloaded, ShuttingDown)
 from .images import fetch, inputs
 from .pipeline import Pipeline
 
@@ -62,11 +62,15 @@ class Service:
             allow_http=settings.image_links_http == "true",
             timeout_s=settings.image_fetch_timeout_s,
             max_bytes=vision.max_bytes if vision else fetch.Rules.max_bytes,
+            ports=config.port_list(settings.image_link_ports),
             is_allowed=fetch.is_public if settings.image_links == "public" else fetch.is_unicast)
         self.images = inputs.Policy(self.profile.model_name, vision, links)
         self.pipeline = None  # the decision core, once start-up has learnt the engine's facts
         self.phase, self.reason = WARMING, "waiting for vLLM"
         self.slots = admission.Slots(settings.max_in_flight)
+        self.loopback = admission.binds_loopback(settings.host)  # auth off: local callers only
+        self.body_limits = body.limits(settings)
+        self.bodies = body_budget.Budget(settings.body_budget_bytes, settings.body_budget_wait_s)
         telemetry.watch(self)  # the in-flight and phase gauges read it at scrape time
 
     # -- readiness --------------------------------------------------------------------
@@ -110,11 +114,20 @@ class Service:
         """The decision core, with what start-up learnt about the engine."""
         self.pipeline = Pipeline(self.settings, self.engine, self.images, facts)
 
-    def handle(self, adapter, raw: bytes, headers) -> dict:
+    def claim_body(self, hold: body_budget.Hold, headers, length: int) -> int:
+        """Before an admitted request's body is read: what the body may take, claimed of the
+        body budget in `hold` (which its caller releases once answered); the wire limit. Past
+        the wire limit a 413; no room for the claim in time a 529."""
+        claim, limit = body.claim(headers, length, self.body_limits)
+        hold.take(claim)
+        return limit
+
+    def handle(self, adapter, raw: bytes, headers, hold=None) -> dict:
         """A decision request, from its body to its response document, in the order
-        onepass.STEPS lists the steps (pipeline.py runs those between parse and render)."""
-        request = adapter.parse(*body.read(raw, headers,  # step: parse
-                                           self.settings.max_decoded_bytes), self.pipeline.limits)
+        onepass.STEPS lists the steps (pipeline.py runs those between parse and render).
+        `hold`: the body's hold on the body budget (claim_body), resized as the body is read."""
+        request = adapter.parse(*body.read(raw, headers, self.body_limits,  # step: parse
+                                           hold), self.pipeline.limits)
         decision, outcome = self.pipeline.decide(request)
         return adapter.render(outcome, decision, request.meta)  # step: render
 
@@ -179,8 +192,13 @@ class Service:
             raise MethodNotAllowed(f"{path} takes {', '.join(ROUTES[path])}, not {method}",
                                    ROUTES[path])
         key, authorization = self.settings.api_key, headers.get("Authorization")
+        # auth off: a caller that is not local (DNS rebinding, a page's cross-site post) is
+        # refused; /health answers it still (a balancer's check), without the details
+        foreign = None if key else admission.foreign(headers, self.loopback)
         if path == "/health":
-            return self.health(query, admission.authorized(key, authorization))
+            return self.health(query, not foreign and admission.authorized(key, authorization))
+        if foreign:
+            raise Forbidden(foreign)
         if path in tryit.PATHS:  # public (no data in it), answered while warming and draining
             return self.try_page(path, admission.authorized(key, authorization))
         if path in ("/metrics", "/openapi.json"):  # the key as everywhere; answered while
@@ -225,4 +243,6 @@ def render_error(err: OnepassError, path: str = "") -> tuple[int, dict, dict]:
                    "Retry-After": str(max(1, math.ceil(err.retry_after_ms / 1000)))}
     if isinstance(err, MethodNotAllowed):
         headers["Allow"] = ", ".join(err.allow)
+    if isinstance(err, (AuthMissing, AuthInvalid)):
+        headers["WWW-Authenticate"] = err.challenge  # RFC 9110 11.6.1: every 401 carries one
     return (*ADAPTERS.get(path, systemone).render_error(err), headers)

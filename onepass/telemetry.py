@@ -30,7 +30,7 @@ STATUS_CLASSES = ("2xx", "4xx", "5xx")
 # answer types as the adapters render them, on either API
 TYPES = ("noul", "choice", "score", "box", "number", "predicate")
 PHASES = ("warming", "ready", "failed", "draining")
-OVERLOAD_REASONS = ("warming", "in_flight", "connections")
+OVERLOAD_REASONS = ("warming", "in_flight", "connections", "body_bytes")
 ENGINE_ERRORS = ("timeout", "unreachable", "not_json", "unavailable", "failed",
                  "context_length", "two_way_budget", "bad_answer")
 FETCH_OUTCOMES = ("ok", "refused", "failed")
@@ -68,7 +68,7 @@ PHASE = REGISTRY.gauge("onepass_phase", "1 for the shim's phase (warming, ready,
                        "draining), 0 for the others", {"phase": PHASES},
                        read=lambda: _service_read("phase"))
 OVERLOADED = REGISTRY.counter("onepass_overloaded_total", "529 answers, by reason: warming up, "
-                              "the in-flight limit, the connection limit",
+                              "the in-flight limit, the connection limit, the body budget",
                               {"reason": OVERLOAD_REASONS})
 QUESTIONS = REGISTRY.counter("onepass_questions_total", "questions answered, by answer type",
                              {"type": TYPES})

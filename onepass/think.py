@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 
 from . import answering, kinds, reasoning
 from .decision import CAUSAL, Decision, Outcome
+from .prompt.neutral import neutral
 
 
 @dataclass(frozen=True)
@@ -60,7 +61,10 @@ def step(reader, decision: Decision, s, outcome: Outcome):
     written = [f.result() for f in futures]
     thoughts = tuple(Thought(i, text, len(tokens), cut)
                      for i, (text, tokens, cut, _) in zip(who, written))
-    starts = {t.question: reasoning.block(settings, t.text) for t in thoughts}
+    # a thought is the model's text about the client's: it is read again as text, whatever
+    # markers the client led it to write
+    starts = {t.question: reasoning.block(settings, neutral(t.text, reader.profile))
+              for t in thoughts}
     spent_in = sum(w[3] for w in written)
     spent_out = sum(len(w[1]) for w in written)
     outcome = _read_again(reader, decision, s, outcome, starts)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from .. import kinds
 from ..decision import Outcome, Question
 from ..errors import InvalidRequest, OnepassError, Problem
-from ..images.inputs import Collector, replace_placeholders
+from ..images.inputs import Collector, check_expansion, replace_placeholders
 from ..readout import extensions
 from . import Limits, Request
 from .checks import Checker, request
@@ -55,6 +55,7 @@ def parse(body, files: dict | None, limits: Limits) -> Request:
         v, ("questions", *loc), parts=False))
     labels = collector.assets(body.get("assets"), files or {})
     if labels:
+        check_expansion(labels, state, raw)
         raw = _question_texts(raw, lambda v, _: replace_placeholders(v, labels))
     ids, questions = (_questions(raw, check, limits, body.get("kwargs"))
                       if "questions" in body else ([], []))

@@ -1,6 +1,7 @@
 """Start-up guard: prove that vLLM serves what the profile describes before any answer.
 
-Owns: the checks run once at start-up (served model name, tokenizer contract, chat template
+Owns: the checks run once at start-up (served model name, tokenizer contract, the special
+tokens neutralised in client text and their neutral spelling, chat template
 equivalence, single-token labels at the answer slot, label log-probs at full precision, whether
 two-way reading is live and matches the profile's reference answers, whether vLLM constrains a
 generation) and the engine Facts they yield.
@@ -18,11 +19,13 @@ from .. import kinds
 from ..decision import CAUSAL, CHOICE, NOUL, TWO_WAY, Decision, Option, Question
 from .engine import Engine
 from .generation import structured_engine
+from ..prompt import neutral
 from ..prompt.layout import LabelSet, layout, wrap_chat
 from ..profile import Profile
 from ..readout import label_distribution
 
 log = logging.getLogger("onepass")
+SPECIALS_PER_CALL = 256  # special token strings sent in one /tokenize call
 TWO_WAY_MIN_SHIFT = 1e-3  # nats; fp32 reruns of one read agree to ~1e-6, two-way moves 1-12
 REFERENCE_TOLERANCE = 0.05  # probability, per label
 
@@ -60,13 +63,53 @@ def check_served_model(engine: Engine, profile: Profile) -> int:
         profile.max_model_len
 
 
-def check_tokenizer_contract(engine: Engine, path: Path) -> None:
+def check_tokenizer_contract(engine: Engine, path: Path) -> dict:
+    """The contract's probes give its ids; returns its special tokens (text -> id)."""
     contract = json.loads(path.read_text(encoding="utf-8"))
     for probe in contract["probes"]:
         got = engine.tokenize(prompt=probe["text"], add_special_tokens=False)
         if got != probe["ids"]:
             raise GuardFailed(f"tokenizer contract {path.name} broken: {probe['text']!r} gives "
                               f"{got}, the contract says {probe['ids']}")
+    return contract.get("specials") or {}
+
+
+def check_specials(engine: Engine, profile: Profile, contract: dict) -> None:
+    """Client text is text (prompt/neutral.py), proven through vLLM's tokenizer: each special of
+    the contract is its one id; each other string neutralised (a chat-template marker, an image
+    token) that is one token adds its id; and the neutral spelling of all of them, written
+    together, gives none of those ids. Strings go SPECIALS_PER_CALL to a /tokenize call."""
+    def one(text: str) -> list[int]:
+        return engine.tokenize(prompt=text, add_special_tokens=False)
+
+    def ids_of(batch) -> list[int]:
+        got = one("".join(batch))
+        if len(got) == len(batch) and all(contract[s] == i for s, i in zip(batch, got)):
+            return got
+        for s in batch:  # which one (a seam between two may also have merged)
+            if one(s) != [contract[s]]:
+                raise GuardFailed(f"special token {s!r} gives {one(s)} through vLLM's "
+                                  f"tokenizer, the tokenizer contract says [{contract[s]}]")
+        return [contract[s] for s in batch]
+
+    try:
+        found = neutral.of(profile).strings
+    except ValueError as e:  # a special of one character, or one holding the joiner
+        raise GuardFailed(str(e)) from None
+    listed = [s for s in found if s in contract]
+    special = {i for ids in engine.map(ids_of, _batches(listed)) for i in ids}
+    others = [s for s in found if s not in contract]
+    special |= {ids[0] for ids in engine.map(one, others) if len(ids) == 1}
+    spelled = [neutral.neutral("".join(batch), profile) for batch in _batches(found)]
+    leaked = {i for ids in engine.map(one, spelled) for i in ids if i in special}
+    if leaked:
+        raise GuardFailed(f"client text spelled neutral still gives special token ids "
+                          f"{sorted(leaked)[:8]}: neutral.JOINER does not work for this "
+                          "tokenizer")
+
+
+def _batches(strings: list) -> list:
+    return [strings[i:i + SPECIALS_PER_CALL] for i in range(0, len(strings), SPECIALS_PER_CALL)]
 
 
 def check_chat_template(engine: Engine, profile: Profile) -> None:
@@ -203,11 +246,15 @@ def check_full_precision(engine: Engine, profile: Profile, labels: LabelSet) -> 
 def run_guard(engine: Engine, profile: Profile, root: Path) -> tuple[LabelSet, int]:
     """The verified labels and the context length to fit prompts into."""
     max_len = check_served_model(engine, profile)
+    contract = {}
     if profile.tokenizer_contract:
-        check_tokenizer_contract(engine, root / profile.tokenizer_contract)
+        contract = check_tokenizer_contract(engine, root / profile.tokenizer_contract)
     else:  # the chat-template and label checks below still run through the model's tokenizer
         log.warning("profile has no tokenizer contract yet: write one with "
-                    "tools/tokenizer_contract.py; tokenizer drift is not checked")
+                    "tools/models/tokenizer_contract.py; tokenizer drift is not checked, and "
+                    "client text is neutralised only for the special tokens the profile "
+                    "itself writes (chat-template markers, image tokens)")
+    check_specials(engine, profile, contract)
     check_chat_template(engine, profile)
     labels = verified_labels(engine, profile)
     check_full_precision(engine, profile, labels)

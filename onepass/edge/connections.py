@@ -3,8 +3,9 @@ head before its body is read, within one deadline, and the drain on SIGTERM.
 
 Owns: the per-connection request loop, response bytes, closing without resetting an unread
 response, the access log line (telemetry.finish writes it: JSON, never bodies or keys), the
-counts the edge alone sees (requests, times, 529s for connections), and drain-then-stop;
-conn_table.py holds the cap on open connections.
+counts the edge alone sees (requests, times, 529s for slow connections), and drain-then-stop;
+conn_table.py holds the caps on open connections (the table's and each source address's) and
+answers a newcomer past them.
 Never: validates API fields or decides (api/ and pipeline.py do), or parses framing (framing.py).
 """
 from __future__ import annotations
@@ -166,9 +167,9 @@ class Handler(socketserver.BaseRequestHandler):
             status, adapter = service.admit(head.method, path, query, head.fields)
             if status is not None:
                 return status, adapter, {}
+            hold = service.bodies.hold()  # the body's bytes in the body budget
             try:
-                limit = service.settings.max_body_bytes
-                framing.check_length(unread, limit)
+                limit = service.claim_body(hold, head.fields, unread)  # 413; 529 past a wait
                 if unread and "100-continue" in head.fields.tokens("expect") and not head.http10:
                     self.request.sendall(b"HTTP/1.1 100 Continue\r\n\r\n")
                 reading = True
@@ -176,8 +177,9 @@ class Handler(socketserver.BaseRequestHandler):
                 reading, unread = False, 0
                 self.reader.end()  # answering is bounded by the engine timeouts, not this one
                 self.conn.set(WORKING)
-                doc = service.handle(adapter, raw, head.fields)
+                doc = service.handle(adapter, raw, head.fields, hold)
             finally:
+                hold.release()
                 service.slots.give()
             mode = doc.get("x_attention_mode")
             return 200, doc, {"x-onepass-attention-mode": mode} if mode else {}
@@ -225,8 +227,8 @@ class Server(socketserver.ThreadingTCPServer):
     def __init__(self, service):
         self.service = service
         settings = service.settings
-        self.table = Table(fit_descriptors(settings.max_connections,
-                                            settings.engine_connections))
+        self.table = Table(fit_descriptors(settings.max_connections, settings.engine_connections),
+                           settings.max_connections_per_source)
         self.draining = threading.Event()
         super().__init__((settings.host, settings.port), Handler)
 
@@ -239,12 +241,9 @@ class Server(socketserver.ThreadingTCPServer):
             raise
 
     def verify_request(self, request, client_address) -> bool:
-        if self.table.add(request):
+        if self.table.add(request, client_address[0]):
             return True
-        err = Overloaded(f"this server has its {self.table.limit} connections open, all being "
-                         "answered; retry shortly", retry_after_ms=1000)
-        status, doc, extra = self.service.render_error(err)
-        telemetry.OVERLOADED.inc("connections")
+        status, doc, extra = self.service.render_error(self.table.refusal(client_address[0]))
         try:  # the accepting thread must not block on a client: one non-blocking send
             request.setblocking(False)
             request.send(response(status, doc, "req_" + uuid.uuid4().hex, extra, close=True))

@@ -1,21 +1,24 @@
 """Image links: fetch an image a client names by URL without letting the link reach anything
 private.
 
-Owns: the URL rules (https only unless http is switched on, a host, no credentials), resolving
-the host and refusing it unless every address is public (no loopback, private, link-local,
-multicast, reserved, unspecified or shared ranges, IPv4 or IPv6, IPv4-mapped and other embedded
-IPv4 forms unwrapped), connecting to the address that was checked (pinned: no second lookup),
-at most MAX_REDIRECTS redirects each checked the same way, timeouts (each step, and a whole-fetch
-deadline of TOTAL_STEPS steps so a trickling server cannot hold a request), a byte cap while reading,
-an image/* content type; counting each fetch by outcome (telemetry: ok, refused, failed).
-Never: logs or echoes a URL (error messages name the image and the rule, not the link); follows
-a redirect to another scheme than allowed; retries.
+Owns: the URL rules (https only unless http is switched on, a host, no credentials, an allowed
+port: 80 and 443 by default), resolving the host and refusing it unless every address is allowed
+(public by default: addresses.py), connecting to the address that was checked (pinned: no
+second lookup), at most MAX_REDIRECTS redirects each checked the same way, timeouts (each step,
+and a whole-fetch deadline of TOTAL_STEPS steps so a trickling server cannot hold a request), a
+byte cap while reading, an image/* content type; counting each fetch by outcome (telemetry: ok,
+refused, failed). A client is told which rule its own link breaks; past that, whatever stopped
+the fetch (an address, a redirect, the network, the far server) it reads NOT_FETCHED, so a link
+cannot map hosts and ports from the server's place, and the cause goes to the log with the
+link's origin only.
+Never: logs or echoes a URL's path, query or credentials; follows a redirect to another scheme
+than allowed; retries.
 """
 from __future__ import annotations
 
 import http.client
 import io
-import ipaddress
+import logging
 import socket
 import ssl
 import time
@@ -23,41 +26,27 @@ import urllib.parse
 from dataclasses import dataclass
 
 from .. import telemetry
+from .addresses import is_public, is_unicast  # noqa: F401 (server.py picks one per setting)
 
 MAX_REDIRECTS = 3
 TOTAL_STEPS = 4  # a whole fetch, redirects included, gets this many times the step timeout
 CHUNK = 64 * 1024
 REDIRECTS = {301, 302, 303, 307, 308}
+NOT_FETCHED = "the image link could not be fetched"
+log = logging.getLogger("onepass")
 
 
 class FetchRefused(Exception):
-    """The link breaks a rule or the fetch failed; the message never contains the URL."""
+    """What the client is told: the rule its link breaks, or NOT_FETCHED; never the URL."""
 
 
-class FetchFailed(FetchRefused):
-    """The network or the far server failed the fetch (no rule was broken)."""
+class _NotFetched(Exception):
+    """Why a link gave no image, past its own rules: for the log only."""
+    outcome = "refused"  # a rule: an address, a redirect's target, the type, the size
 
 
-def is_public(address: str) -> bool:
-    """True only for a globally routable unicast address (IPv4-in-IPv6 forms judged as IPv4)."""
-    ip = ipaddress.ip_address(address.split("%", 1)[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped:
-        return is_public(str(ip.ipv4_mapped))  # ::ffff:a.b.c.d is a.b.c.d on the wire
-    if isinstance(ip, ipaddress.IPv6Address):
-        embedded = ip.sixtofour or (ip.teredo[1] if ip.teredo else None)
-        if embedded is None and ip in ipaddress.IPv6Network("64:ff9b::/96"):  # NAT64
-            embedded = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
-        if embedded is not None and not is_public(str(embedded)):
-            return False
-    return ip.is_global and not (ip.is_multicast or ip.is_reserved or ip.is_loopback
-                                 or ip.is_link_local or ip.is_private or ip.is_unspecified)
-
-
-def is_unicast(address: str) -> bool:
-    """The `all` setting: any unicast address, private and loopback included (trusted networks
-    and tests only)."""
-    ip = ipaddress.ip_address(address.split("%", 1)[0])
-    return not (ip.is_multicast or ip.is_unspecified)
+class _Failed(_NotFetched):
+    outcome = "failed"  # the network or the far server
 
 
 @dataclass(frozen=True)
@@ -65,27 +54,38 @@ class Rules:
     allow_http: bool = False
     timeout_s: float = 10.0
     max_bytes: int = 20 * 1024 * 1024
+    ports: tuple = (80, 443)  # a link's and every redirect's port, judged before any lookup
     is_allowed: object = is_public  # address -> bool; tests swap it to reach a local server
     resolve: object = socket.getaddrinfo  # host, port -> addrinfo list; tests swap it too
 
 
 def fetch(url: str, rules: Rules = Rules()) -> tuple[bytes, str]:
-    """(body, content type) of an image link, or FetchRefused saying which rule stopped it."""
+    """(body, content type) of an image link; FetchRefused naming the rule the link itself
+    breaks, or NOT_FETCHED for anything after (the cause logged with the link's origin)."""
     try:
-        found = _fetch(url, rules)
-    except FetchRefused as e:
-        telemetry.image_fetch("failed" if isinstance(e, FetchFailed) else "refused")
+        parts = _parts(url, rules)
+    except FetchRefused:
+        telemetry.image_fetch("refused")
         raise
+    try:
+        found = _fetch(url, parts, rules)
+    except _NotFetched as e:
+        telemetry.image_fetch(e.outcome)
+        scheme, host, port, _ = parts
+        log.info("an image link to %r was not fetched: %s",
+                 f"{scheme}://{_host_header(host, port, scheme)}", e)
+        raise FetchRefused(NOT_FETCHED) from None
     telemetry.image_fetch("ok")
     return found
 
 
-def _fetch(url: str, rules: Rules) -> tuple[bytes, str]:
+def _fetch(url: str, parts: tuple, rules: Rules) -> tuple[bytes, str]:
     deadline = time.monotonic() + TOTAL_STEPS * rules.timeout_s
     for _ in range(MAX_REDIRECTS + 1):
-        scheme, host, port, target = _parts(url, rules)
+        scheme, host, port, target = parts
         address = _checked_address(host, port, rules)
         conn = _connection(scheme, host, port, address, rules.timeout_s, deadline)
+        response = None
         try:
             conn.request("GET", target, headers={"Host": _host_header(host, port, scheme),
                                                  "Accept": "image/*", "User-Agent": "onepass"})
@@ -93,25 +93,41 @@ def _fetch(url: str, rules: Rules) -> tuple[bytes, str]:
             if response.status in REDIRECTS:
                 location = response.getheader("Location")
                 if not location:
-                    raise FetchRefused("a redirect without a Location")
+                    raise _NotFetched("a redirect without a Location")
                 url = urllib.parse.urljoin(url, location)
+                parts = _redirect_parts(url, rules)
                 continue
             if response.status != 200:
-                raise FetchFailed(f"the image link answered HTTP {response.status}")
+                raise _Failed(f"the far server answered HTTP {response.status}")
             kind = (response.getheader("Content-Type") or "").split(";")[0].strip().lower()
             if not kind.startswith("image/"):
-                raise FetchRefused(f"the link's content type is {kind or 'missing'}, not image/*")
+                raise _NotFetched(f"the content type is {kind[:64]!r}, not image/*")
             if _declared_over(response.getheader("Content-Length") or "", rules.max_bytes):
-                raise FetchRefused(f"the image is larger than {rules.max_bytes} bytes")
+                raise _NotFetched(f"the image is larger than {rules.max_bytes} bytes")
             return _read(response, rules.max_bytes, deadline), kind
         except _Late:
-            raise FetchFailed(f"fetching the image took too long (over {TOTAL_STEPS} x "
-                              f"{rules.timeout_s} s)") from None
+            raise _Failed(f"the fetch took too long (over {TOTAL_STEPS} x {rules.timeout_s} s)"
+                          ) from None
         except (OSError, http.client.HTTPException) as e:
-            raise FetchFailed(f"fetching the image failed ({type(e).__name__})") from None
+            raise _Failed(f"the connection failed ({_cause(e)})") from None
         finally:
+            if response is not None:  # it holds the socket when the server said close
+                response.close()
             conn.close()
-    raise FetchRefused(f"more than {MAX_REDIRECTS} redirects")
+    raise _NotFetched(f"more than {MAX_REDIRECTS} redirects")
+
+
+def _cause(error: Exception) -> str:
+    """The error's type and its reason (an errno's words, a TLS reason), for the log."""
+    reason = getattr(error, "reason", None) or getattr(error, "strerror", None)
+    return f"{type(error).__name__}: {reason}" if isinstance(reason, str) else type(error).__name__
+
+
+def _redirect_parts(url: str, rules: Rules) -> tuple:
+    try:
+        return _parts(url, rules)
+    except FetchRefused as e:
+        raise _NotFetched(f"a redirect's target breaks a rule: {e}") from None
 
 
 def _declared_over(declared: str, max_bytes: int) -> bool:
@@ -148,8 +164,11 @@ def _parts(url: str, rules: Rules) -> tuple[str, str, int, str]:
         raise FetchRefused("image links must not carry credentials")
     if not parts.hostname:
         raise FetchRefused("the image link has no host")
+    port = port or (443 if parts.scheme == "https" else 80)
+    if port not in rules.ports:
+        raise FetchRefused(f"image links may use only ports {', '.join(map(str, rules.ports))}")
     target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-    return parts.scheme, parts.hostname, port or (443 if parts.scheme == "https" else 80), target
+    return parts.scheme, parts.hostname, port, target
 
 
 def _checked_address(host: str, port: int, rules: Rules) -> str:
@@ -157,17 +176,17 @@ def _checked_address(host: str, port: int, rules: Rules) -> str:
     try:
         infos = rules.resolve(host, port, type=socket.SOCK_STREAM)
     except (OSError, UnicodeError):
-        raise FetchFailed("the image link's host does not resolve") from None
+        raise _Failed("the host does not resolve") from None
     addresses = [info[4][0] for info in infos]
     if not addresses:
-        raise FetchRefused("the image link's host does not resolve")
+        raise _NotFetched("the host does not resolve")
     for address in addresses:
         try:
             allowed = rules.is_allowed(address)
         except ValueError:
             allowed = False
         if not allowed:
-            raise FetchRefused("the image link resolves to an address that is not public")
+            raise _NotFetched(f"the host resolves to {address}, an address that is not public")
     return addresses[0]
 
 

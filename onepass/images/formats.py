@@ -2,8 +2,10 @@
 
 Owns: reading data URLs and bare base64, sniffing the format from the bytes (PNG, JPEG, GIF,
 WebP, BMP; the declared type is not trusted) and the pixel size from the header, and the
-limits (bytes, pixels). Never: decodes pixels (vLLM's processor does), fetches links (fetch.py),
-logs image bytes.
+limits (bytes, pixels). The size judged is the size Pillow (vLLM's loader) decodes: every GIF
+frame must lie within its screen, a PNG has one IHDR, a JPEG one frame header, read past fill
+bytes, and a walk through a file's chunks or blocks is bounded (MAX_STEPS).
+Never: decodes pixels (vLLM's processor does), fetches links (fetch.py), logs image bytes.
 """
 from __future__ import annotations
 
@@ -16,6 +18,9 @@ from functools import cached_property
 
 DATA_URL = re.compile(r"data:(?P<mime>[\w.+-]+/[\w.+-]+)?(?P<params>(?:;[^,;]*)*),(?P<data>.*)",
                       re.S)
+# Chunks, segments or blocks walked in one image: a 20 MB GIF of 255-byte sub-blocks has
+# 80,000; more is a file built to cost CPU here and in Pillow's walk of it at every read.
+MAX_STEPS = 1 << 18
 MIME = {"png": "image/png", "jpeg": "image/jpeg", "gif": "image/gif", "webp": "image/webp",
         "bmp": "image/bmp"}
 
@@ -73,32 +78,76 @@ def from_bytes(data: bytes, max_bytes: int, max_pixels: int) -> Image:
 
 
 def complete(fmt: str, data: bytes) -> bool:
-    """The bytes reach the end the format marks (walking PNG chunks, not decoding them): a
-    header-only or cut image would otherwise be forwarded to vLLM with every read."""
+    """The bytes reach the end the format marks (walking PNG chunks and GIF blocks, not
+    decoding them): a header-only or cut image would otherwise be forwarded to vLLM with every
+    read. BadImage for a second PNG IHDR or a GIF frame past its screen, found on the way."""
     if fmt == "png":
         return _png_complete(data)
     if fmt == "jpeg":  # the end-of-image marker after the frame (0xFF is stuffed in the scan)
         return data.rfind(b"\xff\xd9") > data.find(b"\xff\xda") > 0
     if fmt == "gif":
-        return len(data) > 13 and data.rstrip(b"\0").endswith(b";")
+        return _gif_complete(data)
     if fmt == "webp":
         return int.from_bytes(data[4:8], "little") + 8 <= len(data)
     return len(data) >= int.from_bytes(data[2:6], "little") > 26  # bmp: the file size field
 
 
 def _png_complete(data: bytes) -> bool:
-    """Chunk by chunk from the signature: IDAT data present and IEND reached within the bytes."""
+    """Chunk by chunk from the signature: IDAT data present and IEND reached within the bytes,
+    and no IHDR but the first (Pillow takes its size from the last one before the data)."""
     i, seen_data = 8, False
-    while i + 12 <= len(data):
+    for _ in range(MAX_STEPS):
+        if i + 12 > len(data):
+            return False
         length = int.from_bytes(data[i:i + 4], "big")
         kind = data[i + 4:i + 8]
+        if kind == b"IHDR" and i > 8:
+            raise BadImage("a PNG with more than one IHDR header")
         i += 12 + length
         if i > len(data):
             return False
         seen_data = seen_data or (kind == b"IDAT" and length > 0)
         if kind == b"IEND":
             return seen_data
-    return False
+    raise BadImage(f"a PNG of more than {MAX_STEPS} chunks")
+
+
+def _gif_complete(data: bytes) -> bool:
+    """Block by block from the screen descriptor to the trailer, within the bytes: every frame
+    must lie within the logical screen, whose size was judged (Pillow grows the image to a
+    frame reaching past it)."""
+    if len(data) < 13:
+        return False
+    width, height, flags = struct.unpack("<HHB", data[6:11])
+    i, frames, in_blocks = 13 + _colour_table(flags), 0, False
+    for _ in range(MAX_STEPS):
+        if i >= len(data):
+            return False
+        if in_blocks:  # a data sub-block: its length, then its bytes; an empty one ends them
+            in_blocks = data[i] > 0
+            i += data[i] + 1
+        elif data[i] == 0x2C:  # a frame: descriptor, its colour table, the LZW code size
+            if i + 10 > len(data):
+                return False
+            left, top, w, h, flags = struct.unpack("<HHHHB", data[i + 1:i + 10])
+            if left + w > width or top + h > height:
+                raise BadImage(f"a GIF frame of {w}x{h} at {left},{top} reaches past its "
+                               f"{width}x{height} screen")
+            frames += 1
+            i, in_blocks = i + 11 + _colour_table(flags), True
+        elif data[i] == 0x21:  # an extension: its label, then its sub-blocks
+            i, in_blocks = i + 2, True
+        elif data[i] == 0x3B:  # the trailer
+            if not frames:
+                raise BadImage("a GIF without a frame")
+            return True
+        else:
+            raise BadImage("a damaged GIF: an unknown block")
+    raise BadImage(f"a GIF of more than {MAX_STEPS} blocks")
+
+
+def _colour_table(flags: int) -> int:
+    return 3 << ((flags & 7) + 1) if flags & 0x80 else 0
 
 
 def sniff(data: bytes) -> tuple[str, int, int]:
@@ -111,6 +160,8 @@ def sniff(data: bytes) -> tuple[str, int, int]:
         if data[:4] == b"RIFF" and data[8:12] == b"WEBP":
             return ("webp", *_webp_size(data))
         if data[:2] == b"BM":
+            if int.from_bytes(data[14:18], "little") == 12:  # OS/2's core header: 16 bits
+                return ("bmp", *struct.unpack("<HH", data[18:22]))
             width, height = struct.unpack("<ii", data[18:26])
             return "bmp", width, abs(height)
         if data[:3] == b"\xff\xd8\xff":
@@ -134,19 +185,37 @@ def _webp_size(data: bytes) -> tuple[int, int]:
     raise BadImage("an unknown WebP chunk")
 
 
+# JPEG markers before the first scan: start-of-frame (the size), and the rest that carry a
+# length (tables, restart interval, APPn, comments). Any other (EOI, JPG, JPGn, DHP, TEM) is
+# one Pillow reads without a length or as a frame: refused, so no fake header can hide behind.
+JPEG_FRAMES = frozenset(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}
+JPEG_SEGMENTS = JPEG_FRAMES | {0xC4, 0xCC, 0xDB, 0xDC, 0xDD, 0xDF, 0xFE, *range(0xE0, 0xF0)}
+
+
 def _jpeg_size(data: bytes) -> tuple[int, int]:
-    """Walk the segments to the first start-of-frame marker."""
-    i = 2
-    while i + 9 < len(data):
+    """Walk the segments to the first scan as libjpeg and Pillow do (0xFF fill bytes before a
+    marker skipped): exactly one start-of-frame gives the size (Pillow keeps the last)."""
+    i, size = 2, None
+    for _ in range(MAX_STEPS):
+        if i + 1 >= len(data) or data[i:i + 2] == b"\xff\xda":  # the end, or the first scan
+            if size is None:
+                raise BadImage("a JPEG without a frame header")
+            return size
+        marker = data[i + 1]
         if data[i] != 0xFF:
             raise BadImage("a damaged JPEG header")
-        marker = data[i + 1]
-        if marker in (0xD8, 0x01) or 0xD0 <= marker <= 0xD7:  # no length field
+        if marker == 0xFF:  # a fill byte
+            i += 1
+        elif 0xD0 <= marker <= 0xD7:  # restart markers: no length
             i += 2
-            continue
-        length = struct.unpack(">H", data[i + 2:i + 4])[0]
-        if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):
-            height, width = struct.unpack(">HH", data[i + 5:i + 9])
-            return width, height
-        i += 2 + length
-    raise BadImage("a JPEG without a frame header")
+        elif marker in JPEG_SEGMENTS:
+            if marker in JPEG_FRAMES:
+                if size is not None:
+                    raise BadImage("a JPEG with more than one frame header")
+                height, width = struct.unpack(">HH", data[i + 5:i + 9])
+                size = width, height
+            i += 2 + struct.unpack(">H", data[i + 2:i + 4])[0]
+        else:
+            raise BadImage(f"a JPEG marker this server does not read (0x{marker:02X}) before "
+                           "the image data")
+    raise BadImage(f"a JPEG of more than {MAX_STEPS} segments before the image data")

@@ -21,7 +21,8 @@ from . import fetch
 
 from . import formats
 from ..profile import Vision
-from ..errors import InvalidRequest, Problem
+from ..errors import InvalidRequest, PayloadTooLarge, Problem
+from ..prompt.fitting import MAX_STATE_BYTES
 
 # A data URL inside any string: the base64 runs to the first character that cannot be in it.
 DATA_URL = re.compile(r"data:image/[\w.+-]*;base64,[A-Za-z0-9+/=]*")
@@ -180,9 +181,42 @@ def resolve(sources, policy: Policy | None) -> tuple:
     return tuple(found)
 
 
+def check_expansion(labels: dict, state, questions) -> None:
+    """What replacing the placeholders would build, measured before it is built (a one-letter
+    placeholder becomes the 9 characters of `[image 1]`): the state at most the state limit
+    once replaced (longer ones are refused later anyway), and the questions' texts at most that
+    much longer; past either a 413. Occurrences are counted per placeholder (str.count); the
+    replacement makes at most as many, so the sizes are upper bounds."""
+    growth = {p: len(label) - len(p) for p, label in labels.items() if len(label) > len(p)}
+    size = _expanded(state, growth, whole=True)
+    if size > MAX_STATE_BYTES:
+        raise PayloadTooLarge(f"the state with its asset placeholders replaced would be over "
+                              f"{size} characters; this server reads states of at most "
+                              f"{MAX_STATE_BYTES}")
+    added = _expanded(questions, growth, whole=False)
+    if added > MAX_STATE_BYTES:
+        raise PayloadTooLarge(f"the asset placeholders would make the questions' texts over "
+                              f"{added} characters longer; this server takes at most "
+                              f"{MAX_STATE_BYTES} more")
+
+
+def _expanded(value, growth: dict, whole: bool) -> int:
+    """The characters replacing adds to the strings in value (with `whole`, and the strings'
+    own), counted until past the state limit."""
+    size, stack = 0, [value]
+    while stack and size <= MAX_STATE_BYTES:
+        v = stack.pop()
+        if isinstance(v, str):
+            size += len(v) * whole + sum(v.count(p) * grown for p, grown in growth.items())
+        elif isinstance(v, (dict, list)):
+            stack.extend(v.values() if isinstance(v, dict) else v)
+    return size
+
+
 def replace_placeholders(value, labels: dict):
     """Every occurrence of a placeholder inside a string (not an object key) becomes its
-    label; the longest placeholder wins where one contains another."""
+    label; the longest placeholder wins where one contains another. check_expansion first
+    bounds what that builds."""
     if not labels:
         return value
     pattern = re.compile("|".join(map(re.escape, sorted(labels, key=len, reverse=True))))

@@ -15,20 +15,26 @@ REQUEST_ID = {"x-typesafe-request-id": {"description": "the request's id (also x
                                         "schema": {"type": "string"}, "required": True}}
 RETRY = {"retry-after-ms": {"description": "how long to wait before retrying",
                             "schema": {"type": "string"}}}
+CHALLENGE = {"WWW-Authenticate": {
+    "description": 'Bearer realm="onepass", with error="invalid_token" for a wrong key',
+    "schema": {"type": "string"}, "required": True}}
+NOT_LOCAL = ("auth is off and the caller is not local: a Host other than localhost, 127.0.0.1 "
+             "or [::1] on a server bound to loopback, or an Origin of another site")
 # status -> when, shared by both decision routes (each renders it in its own error shape)
 DECISION_ERRORS = {
     "400": "malformed HTTP framing, or a well-formed request this server cannot honour as asked "
            "(two attention modes; two-way without the engine plugin)",
-    "401": "a wrong API key (on /v1/decisions a missing one too)",
-    "403": "a missing API key",
+    "401": "a missing or wrong API key",
+    "403": NOT_LOCAL,
     "404": "an unknown model",
     "408": "the request was not sent within the client timeout",
-    "413": "a body over the size limit, or a state too large to cut",
+    "413": "a body over the size or JSON values limit, or a state too large to cut",
     "415": "an unsupported Content-Type or Content-Encoding",
     "422": "a validation error: every problem listed, up to 100, then a count of the rest",
     "502": "vLLM failing",
-    "503": "vLLM unreachable or too slow; a failed start-up check; draining after SIGTERM",
-    "529": "warming up, or the in-flight or connection limit",
+    "503": "vLLM unreachable or too slow; a failed start-up check; draining after SIGTERM; "
+           "a new connection past its address's connection cap",
+    "529": "warming up, or the in-flight, connection or body memory limit",
 }
 
 
@@ -40,7 +46,8 @@ def answer(description: str, schema: dict | None, media: str = JSON, headers=Non
 
 
 def auth_errors(shape: dict) -> dict:
-    return {"401": answer("a wrong API key", shape), "403": answer("a missing API key", shape)}
+    return {"401": answer("a missing or wrong API key", shape, headers=CHALLENGE),
+            "403": answer(NOT_LOCAL, shape)}
 
 
 def decision_route(operation_id: str, summary: str, request: dict, reply: dict,
@@ -50,8 +57,8 @@ def decision_route(operation_id: str, summary: str, request: dict, reply: dict,
         if status in drop:
             continue
         shape = validation if status == "422" else error
-        retry = RETRY if status in ("503", "529") else None
-        responses[status] = answer(when, shape, headers=retry)
+        extra = RETRY if status in ("503", "529") else CHALLENGE if status == "401" else None
+        responses[status] = answer(when, shape, headers=extra)
     return {"post": {"summary": summary, "operationId": operation_id,
                      "requestBody": {"required": True, "content": {JSON: {"schema": request}}},
                      "responses": responses}}
@@ -63,11 +70,11 @@ def document(settings) -> dict:
     systemone = decision_route(
         "systemone", "decisions in TypeSafe's System One contract",
         s.systemone_request(nq, no), s.systemone_response(), s.VALIDATION, s.DETAIL)
-    # /v1/decisions renders validation as 400 in OpenAI's envelope, and both key errors as 401
+    # /v1/decisions renders validation as 400 in OpenAI's envelope
     decisions = decision_route(
         "decisions", "decisions in OpenAI's Decisions contract",
         s.decisions_request(nq, no), s.decisions_response(), s.OPENAI_ERROR, s.OPENAI_ERROR,
-        drop=("403", "422"))
+        drop=("422",))
     get = {
         "/health": {"get": {
             "summary": "readiness: 200 once warm-up has answered every question type",
@@ -108,13 +115,15 @@ def document(settings) -> dict:
                  f"{settings.max_reads} calls of the model (every step counted), 2 to {no} options "
                  "per choice, 2 to "
                  f"10 levels per score, {settings.max_body_bytes} bytes per body "
-                 f"({settings.max_decoded_bytes} decoded), {settings.max_box_questions} box "
+                 f"({settings.max_decoded_bytes} decoded; a vision profile's images beside), "
+                 f"{settings.max_json_values} JSON values, {settings.max_box_questions} box "
                  "questions (docs/http-edge.md#limits)."},
         "servers": [{"url": "/"}],
         "security": [{"bearer": []}, {}],  # {}: the key is required only when one is set
         "components": {"securitySchemes": {"bearer": {
             "type": "http", "scheme": "bearer",
-            "description": "required when the server has ONEPASS_API_KEY set"}}},
+            "description": "required when the server has ONEPASS_API_KEY set (without it "
+            "the server listens on loopback only, unless started with --allow-no-key)"}}},
         "paths": {"/v1/systemone": systemone, "/systemone": alias(systemone, "systemone_alias"),
                   "/v1/decisions": decisions, "/decisions": alias(decisions, "decisions_alias"),
                   **get},
@@ -123,7 +132,8 @@ def document(settings) -> dict:
 
 def try_page() -> dict:
     """The try-it page's routes (docs/try-page.md): public, 404 when the page is off."""
-    off = {"404": answer("the try-it page is off on this server (--try-page off)", s.DETAIL)}
+    off = {"403": answer(NOT_LOCAL, s.DETAIL),
+           "404": answer("the try-it page is off on this server (--try-page off)", s.DETAIL)}
     files = {"/": ("the try-it page", "try_root", "text/html"),
              "/try": ("the try-it page", "try_page", "text/html"),
              "/try/app.js": ("the try-it page's script", "try_script", "text/javascript"),

@@ -131,7 +131,9 @@ def test_every_image_form_gives_the_same_box(vision_stack):
     threading.Thread(target=server.serve_forever, daemon=True).start()
     port = free_port()
     shim = start_shim(vision_stack.vllm_url, port, {"ONEPASS_IMAGE_LINKS": "all",
-                                                    "ONEPASS_IMAGE_LINKS_HTTP": "true"},
+                                                    "ONEPASS_IMAGE_LINKS_HTTP": "true",
+                                                    "ONEPASS_IMAGE_LINK_PORTS":
+                                                    str(server.server_port)},
                       ("--profile", VISION_PROFILE))
     try:
         base = f"http://127.0.0.1:{port}"

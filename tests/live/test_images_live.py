@@ -105,7 +105,8 @@ def test_limits_and_bad_images_are_422_naming_the_image(vision_stack):
              ({"images": ["bm90IGFuIGltYWdl"]}, ["body", "images", 0], "not a PNG"),
              ({"state": {"a": "data:image/png;base64," + base64.b64encode(b"GIF89a").decode()}},
               ["body", "state", "a"], "image 1: "),
-             ({"images": ["https://127.0.0.1/a.png"]}, ["body", "images", 0], "not public")]
+             ({"images": ["https://127.0.0.1/a.png"]}, ["body", "images", 0],
+              "image 1: the image link could not be fetched")]
     for extra, loc, msg in cases:
         body = {"model": "jev-latest", "state": "x", "questions": q, **extra}
         status, _, doc = vision_stack.request("POST", "/v1/systemone", body)
@@ -141,14 +142,17 @@ def test_two_way_reads_images_too(vision_stack):
 
 
 def test_links_fetched_by_the_shim_read_like_inline_images(vision_stack):
-    """A second shim allowing private addresses and http (ONEPASS_IMAGE_LINKS=all, a trusted
-    network) fetches a link from a local server; the default shim refuses the same link."""
+    """A second shim allowing private addresses, http and the server's port
+    (ONEPASS_IMAGE_LINKS=all, a trusted network) fetches a link from a local server; the
+    default shim refuses the same link."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), Images)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     link = f"http://127.0.0.1:{server.server_port}"
     port = free_port()
     shim = start_shim(vision_stack.vllm_url, port, {"ONEPASS_IMAGE_LINKS": "all",
-                                                    "ONEPASS_IMAGE_LINKS_HTTP": "true"},
+                                                    "ONEPASS_IMAGE_LINKS_HTTP": "true",
+                                                    "ONEPASS_IMAGE_LINK_PORTS":
+                                                    str(server.server_port)},
                       ("--profile", VISION_PROFILE))
     try:
         wait_health(f"http://127.0.0.1:{port}", {"ok"})
@@ -169,7 +173,7 @@ def test_links_fetched_by_the_shim_read_like_inline_images(vision_stack):
         status, _, doc = request(base, "POST", "/v1/systemone", {
             "model": "jev-latest", "state": "x", "questions": QUESTIONS,
             "images": [link + "/page"]})
-        assert status == 422 and "not image/*" in doc["detail"][0]["msg"]
+        assert status == 422 and "could not be fetched" in doc["detail"][0]["msg"]
         status, _, doc = vision_stack.request("POST", "/v1/systemone", {
             "model": "jev-latest", "state": "x", "questions": QUESTIONS,
             "images": [link + "/red.png"]})

@@ -45,15 +45,18 @@ def stop(proc):
 
 
 def test_api_key(stack, tmp_path):
-    """auth: missing key 403, wrong key 401 (detail.error_type), right key 200; no key logged."""
+    """auth: missing and wrong key 401 (detail.error_type) with a Bearer challenge, right key
+    200; no key logged."""
     proc, base = shim_with(stack, tmp_path, env={"ONEPASS_API_KEY": "s3cret-key"})
     try:
         wait_health(base, {"ok"})
-        status, _, doc = request(base, "POST", "/v1/systemone", body({"r": NOUL}))
-        assert status == 403 and doc["detail"]["error_type"] == "authentication_error"
-        status, _, doc = request(base, "POST", "/v1/systemone", body({"r": NOUL}),
-                                 {"Authorization": "Bearer wrong"})
+        status, got, doc = request(base, "POST", "/v1/systemone", body({"r": NOUL}))
         assert status == 401 and doc["detail"]["error_type"] == "authentication_error"
+        assert got["www-authenticate"] == 'Bearer realm="onepass"'
+        status, got, doc = request(base, "POST", "/v1/systemone", body({"r": NOUL}),
+                                   {"Authorization": "Bearer wrong"})
+        assert status == 401 and doc["detail"]["error_type"] == "authentication_error"
+        assert got["www-authenticate"] == 'Bearer realm="onepass", error="invalid_token"'
         assert request(base, "GET", "/v1/models", None,
                        {"Authorization": "Bearer wrong"})[0] == 401
         status, _, doc = request(base, "POST", "/v1/systemone", body({"r": NOUL}),

@@ -61,9 +61,9 @@ def delta(before: dict, after: dict, name: str, **labels) -> float:
 
 
 def test_metrics_need_the_key(shim):
-    """The same rule as the decision routes: 403 without a key, 401 with a wrong one."""
+    """The same rule as the decision routes: 401 without a key and with a wrong one."""
     base = shim[0]
-    for headers, status in (({}, 403), ({"Authorization": "Bearer wrong"}, 401)):
+    for headers, status in (({}, 401), ({"Authorization": "Bearer wrong"}, 401)):
         got, _, doc = request(base, "GET", "/metrics", headers=headers)
         assert (got, doc["detail"]["error_type"]) == (status, "authentication_error")
     assert request(base, "GET", "/openapi.json", headers=AUTH)[0] == 200

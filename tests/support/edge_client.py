@@ -52,7 +52,7 @@ def exchange(addr, data: bytes, timeout: float = 5.0) -> tuple[list, bytes]:
 
 
 def request(method: str, path: str, body: bytes = b"", headers: dict | None = None) -> bytes:
-    fields = {"Host": "x", "Content-Length": str(len(body)), **(headers or {})}
+    fields = {"Host": "localhost", "Content-Length": str(len(body)), **(headers or {})}
     head = f"{method} {path} HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in fields.items())
     return head.encode("latin-1") + b"\r\n" + body
 

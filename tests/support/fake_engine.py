@@ -5,8 +5,8 @@ answer says: its log-probs are a hash of the prompt.
 
 It answers what the shim asks (onepass/backend/engine.py, onepass/backend/probes.py): /v1/models (the profile's
 served name and context), /tokenize (a word-level tokenizer; the tokenizer contract's probe texts
-give the contract's ids; chat messages are rendered with the profile's template, so the start-up
-guard passes), /v1/completions with `logprob_token_ids` (over the context: vLLM's 400), and
+and each of its special tokens alone give the contract's ids; chat messages are rendered with
+the profile's template, so the start-up guard passes), /v1/completions with `logprob_token_ids` (over the context: vLLM's 400), and
 /v1/chat/completions for image reads (a vision profile: `profile="idefics3-tiny"`).
 """
 import hashlib
@@ -27,8 +27,9 @@ class Vocabulary:
     def __init__(self, profile):
         self.profile, self.ids, self.lock = profile, {}, threading.Lock()
         contract = profile.tokenizer_contract
-        probes = json.loads((ROOT / contract).read_text())["probes"] if contract else []
-        self.fixed = {p["text"]: p["ids"] for p in probes}
+        doc = json.loads((ROOT / contract).read_text()) if contract else {}
+        self.fixed = {p["text"]: p["ids"] for p in doc.get("probes", [])}
+        self.fixed.update({s: [i] for s, i in doc.get("specials", {}).items()})
 
     def tokenize(self, text: str) -> list[int]:
         if text in self.fixed:

@@ -246,11 +246,11 @@ def _kwargs_body(n: int, path: tuple, change, raw) -> tuple[str, bytes]:
 # -- the framing corpus ----------------------------------------------------------------
 def post(body: bytes, *fields: str) -> bytes:
     """A POST head with the given raw header lines (framing under test), then body bytes."""
-    return (b"POST /v1/systemone HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer k-123\r\n"
+    return (b"POST /v1/systemone HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer k-123\r\n"
             + "".join(f + "\r\n" for f in fields).encode("latin-1") + b"\r\n" + body)
 
 
-PIPELINED = b"GET /v1/models HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer k-123\r\n\r\n"
+PIPELINED = b"GET /v1/models HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer k-123\r\n\r\n"
 VALID = json.dumps(req({"q": NOUL_Q})).encode()
 # RFC 9112, strictly: each is one 400 (431/414 for size) and the connection closes.
 CORPUS = {

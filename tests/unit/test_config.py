@@ -57,5 +57,39 @@ class TestSettings(unittest.TestCase):
         self.assertEqual((s.box_max_tokens, s.max_number_questions), (64, 3))
 
 
+
+class TestNoKeyAddress(unittest.TestCase):
+    def test_no_key_listens_on_loopback_only_unless_allowed(self):
+        """load: no key on an address other than loopback is a ConfigError naming the way out;
+        a key, ONEPASS_ALLOW_NO_KEY=1 or a bare --allow-no-key let it through."""
+        for host in ("0.0.0.0", "::", "10.1.2.3"):
+            with self.assertRaises(config.ConfigError, msg=host) as ctx:
+                load("--host", host)
+            self.assertIn("--allow-no-key", str(ctx.exception))
+        self.assertEqual(load("--host", "0.0.0.0", ONEPASS_API_KEY="k").host, "0.0.0.0")
+        self.assertEqual(load("--host", "0.0.0.0", ONEPASS_ALLOW_NO_KEY="1").allow_no_key, "on")
+        self.assertEqual(load("--host", "0.0.0.0", "--allow-no-key").allow_no_key, "on")
+        self.assertEqual(load("--host", "localhost").allow_no_key, "off")
+        with self.assertRaises(config.ConfigError):
+            load(ONEPASS_ALLOW_NO_KEY="maybe")
+
+    def test_a_key_variable_must_hold_a_key(self):
+        """load: ONEPASS_API_KEY of only commas and spaces is refused (it would turn auth off);
+        a list of keys is kept as it is."""
+        for value in (",", " , ", "  "):
+            with self.assertRaises(config.ConfigError, msg=value):
+                load(ONEPASS_API_KEY=value)
+        self.assertEqual(load(ONEPASS_API_KEY="a,b").api_key, "a,b")
+
+    def test_the_connection_cap_per_source(self):
+        """max_connections_per_source: 0 (the default: a quarter of max_connections, at least
+        16) or a positive count; negative is refused."""
+        self.assertEqual(load().max_connections_per_source, 0)
+        self.assertEqual(load(ONEPASS_MAX_CONNECTIONS_PER_SOURCE="8").max_connections_per_source,
+                         8)
+        with self.assertRaises(config.ConfigError):
+            load(ONEPASS_MAX_CONNECTIONS_PER_SOURCE="-1")
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -5,8 +5,12 @@ Every object is validated by the model of its kind in the pinned `kubernetes` cl
 fields and check each field's type), then held to explicit rules: a startupProbe before
 liveness, readiness on /health, liveness on /health?live=1, the model and cache volumes, the
 profile, requests and limits, a non-root read-only securityContext, and the image tag
-deploy/build_image.sh produces. Needs PyYAML and kubernetes (the venv); skipped under the
-machine's python3 -S, a failure anywhere else without them.
+deploy/build_image.sh produces. And who may reach it: the API key from a Secret (created by the
+command the file gives, never shipped in it: the commented example is validated too), no
+service-account token in the pod, and a NetworkPolicy that lets only the ingress namespace or
+labelled client pods reach the port and the pod only DNS and public HTTPS. Needs PyYAML and
+kubernetes (the venv); skipped under the machine's python3 -S, a failure anywhere else without
+them.
 """
 import subprocess
 import sys
@@ -23,7 +27,9 @@ except ImportError as e:  # python3 -S: no site-packages
     MISSING = str(e)
 
 KINDS = {("apps/v1", "Deployment"): "V1Deployment", ("v1", "Service"): "V1Service",
-         ("v1", "PersistentVolumeClaim"): "V1PersistentVolumeClaim"}
+         ("v1", "PersistentVolumeClaim"): "V1PersistentVolumeClaim", ("v1", "Secret"): "V1Secret",
+         ("networking.k8s.io/v1", "NetworkPolicy"): "V1NetworkPolicy"}
+PRIVATE = {"10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "169.254.0.0/16", "100.64.0.0/10"}
 
 
 def schema_errors(doc: dict) -> list[str]:
@@ -72,6 +78,55 @@ def pod_problems(deployment: dict) -> list[str]:
     return [rule for rule, ok in rules.items() if not ok]
 
 
+def secret_example(text: str) -> dict | None:
+    """The Secret the file shows in comments (its `#| ` lines), or None."""
+    lines = [line[3:] for line in text.splitlines() if line.startswith("#| ")]
+    return yaml.safe_load("\n".join(lines)) if lines else None
+
+
+def access_problems(docs: list[dict], text: str) -> list[str]:
+    """What would leave the server reachable, or the pod able to reach, more than it needs."""
+    spec = docs[0]["spec"]["template"]["spec"]
+    (c,) = spec["containers"]
+    env = {e["name"]: e for e in c.get("env", [])}
+    ref = env.get("ONEPASS_API_KEY", {}).get("valueFrom", {}).get("secretKeyRef") or {}
+    example = secret_example(text) or {}
+    labels = docs[0]["spec"]["template"]["metadata"]["labels"]
+    policies = [d for d in docs if d["kind"] == "NetworkPolicy"]
+    policy = policies[0]["spec"] if policies else {}
+    selected = policy.get("podSelector", {}).get("matchLabels", {})
+    ingress, egress = policy.get("ingress", []), policy.get("egress", [])
+    ports = [p.get("port") for rule in ingress for p in rule.get("ports", [])]
+    peers = [peer for rule in ingress for peer in rule.get("from", [])]
+    public = [b["ipBlock"] for rule in egress for b in rule.get("to", []) if "ipBlock" in b]
+    rules = {
+        "ONEPASS_API_KEY from a Secret": bool(ref.get("name")) and "value" not in env.get(
+            "ONEPASS_API_KEY", {}) and not ref.get("optional"),
+        "no Secret shipped in the manifest": all(d["kind"] != "Secret" for d in docs),
+        "the Secret example matches the reference": example.get("kind") == "Secret" and
+            example.get("metadata", {}).get("name") == ref.get("name") and
+            ref.get("key") in example.get("stringData", {}),
+        "the command that creates the Secret": bool(ref) and
+            f"kubectl create secret generic {ref.get('name')} --from-literal={ref.get('key')}="
+            in text,
+        "no service-account token": spec.get("automountServiceAccountToken") is False,
+        "a NetworkPolicy for the pods": bool(selected) and selected.items() <= labels.items(),
+        "ingress and egress both restricted": {"Ingress", "Egress"} <= set(
+            policy.get("policyTypes", [])),
+        "ingress only to the port": bool(ports) and set(ports) <= {8741, "http"} and
+            all(rule.get("ports") for rule in ingress),
+        "ingress only from named namespaces or labelled pods": bool(peers) and all(
+            set(peer) <= {"namespaceSelector", "podSelector"} and any(
+                sel.get("matchLabels") for sel in peer.values()) for peer in peers),
+        "egress only to named peers and ports": bool(egress) and all(
+            rule.get("ports") and rule.get("to") for rule in egress),
+        "egress ports: DNS and HTTPS": bool(egress) and {
+            p.get("port") for rule in egress for p in rule.get("ports", [])} <= {53, 443},
+        "public addresses only": all(PRIVATE <= set(b.get("except", [])) for b in public),
+    }
+    return [rule for rule, ok in rules.items() if not ok]
+
+
 class TestManifest(unittest.TestCase):
     def setUp(self):
         if models is None:  # skipped only where site-packages are off on purpose
@@ -79,12 +134,39 @@ class TestManifest(unittest.TestCase):
             if not sys.flags.no_site:
                 self.fail(message)
             self.skipTest(message)
-        self.docs = list(yaml.safe_load_all(MANIFEST.read_text()))
+        self.text = MANIFEST.read_text()
+        self.docs = list(yaml.safe_load_all(self.text))
 
     def test_every_object_matches_the_api_schema(self):
         self.assertEqual([d["kind"] for d in self.docs],
-                         ["Deployment", "PersistentVolumeClaim", "Service"])
+                         ["Deployment", "PersistentVolumeClaim", "Service", "NetworkPolicy"])
         self.assertEqual([e for d in self.docs for e in schema_errors(d)], [])
+        self.assertEqual(schema_errors(secret_example(self.text) or {}), [])
+
+    def test_only_what_needs_it_reaches_the_server(self):
+        self.assertEqual(access_problems(self.docs, self.text), [])
+
+    def test_the_access_checks_can_fail(self):
+        """The manifest as it was (the key unset, the token mounted, no policy) fails each rule;
+        so do a literal key, a policy open to every peer and egress to private addresses."""
+        old = [d for d in self.docs if d["kind"] != "NetworkPolicy"]
+        spec = old[0]["spec"]["template"]["spec"]
+        del spec["automountServiceAccountToken"]
+        env = spec["containers"][0]["env"]
+        env[:] = [e for e in env if e["name"] != "ONEPASS_API_KEY"]
+        problems = access_problems(old, "")
+        for rule in ("ONEPASS_API_KEY from a Secret", "no service-account token",
+                     "a NetworkPolicy for the pods", "the command that creates the Secret",
+                     "ingress and egress both restricted"):
+            self.assertIn(rule, problems)
+        env.append({"name": "ONEPASS_API_KEY", "value": "k"})
+        self.assertIn("ONEPASS_API_KEY from a Secret", access_problems(old, self.text))
+        policy = next(d for d in self.docs if d["kind"] == "NetworkPolicy")
+        policy["spec"]["ingress"][0]["from"].append({})
+        policy["spec"]["egress"][-1]["to"][0]["ipBlock"]["except"] = []
+        problems = access_problems(self.docs, self.text)
+        self.assertIn("ingress only from named namespaces or labelled pods", problems)
+        self.assertIn("public addresses only", problems)
 
     def test_the_pod_can_start(self):
         self.assertEqual(pod_problems(self.docs[0]), [])

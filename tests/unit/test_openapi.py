@@ -31,10 +31,15 @@ class TestDocument(unittest.TestCase):
             self.assertIn(said, description)
 
     def test_each_decision_route_lists_its_statuses_in_its_shape(self):
-        """System One: 403 and 422 (validation shape); Decisions: neither, errors in OpenAI's."""
+        """System One: 422 (validation shape); Decisions: none, errors in OpenAI's. Both: 401
+        for a missing or wrong key with its WWW-Authenticate challenge, 403 for a caller that is
+        not local with auth off."""
         one = PATHS["/v1/systemone"]["post"]["responses"]
         dec = PATHS["/v1/decisions"]["post"]["responses"]
-        self.assertEqual(set(one) - set(dec), {"403", "422"})
+        self.assertEqual(set(one) - set(dec), {"422"})
+        for route in (one, dec, PATHS["/v1/models"]["get"]["responses"]):
+            self.assertIn("WWW-Authenticate", route["401"]["headers"])
+            self.assertIn("not local", route["403"]["description"])
         self.assertEqual(set(dec) - set(one), set())
         json = "application/json"
         self.assertIs(one["422"]["content"][json]["schema"], schemas.VALIDATION)

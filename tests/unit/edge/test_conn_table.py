@@ -1,7 +1,9 @@
 """Stdlib-only tests of the open-connection table (onepass/edge/conn_table.py): a newcomer past
 the cap closes the connection idle the longest, else the one reading its request the longest,
-never one being answered (then the newcomer is refused); and waiting for quiet. The sockets are
-stand-ins that record their shutdown. Over real sockets: test_security.py.
+never one being answered (then the newcomer is refused); one source's cap and share (it is
+refused past its cap, and closes only its own connections or those of a source holding more);
+and waiting for quiet. The sockets are stand-ins that record their shutdown. Over real sockets:
+test_security.py.
 Run: python3 -S -m unittest tests.unit.edge.test_conn_table
 """
 import socket
@@ -67,6 +69,63 @@ class TestEviction(unittest.TestCase):
         conn.set(READING)
         self.assertEqual(conn.state, READING)
         self.assertGreaterEqual(conn.since, before)
+
+
+class TestSources(unittest.TestCase):
+    def test_a_source_past_its_cap_is_refused_and_others_are_not(self):
+        """add: a source holding its cap gets None (at_cap says why), nobody is shut, and
+        another source still gets in."""
+        t = Table(8, per_source=2)
+        a = [Sock(f"a{i}") for i in range(3)]
+        self.assertIsNotNone(t.add(a[0], "10.0.0.1"))
+        self.assertIsNotNone(t.add(a[1], "10.0.0.1"))
+        self.assertIsNone(t.add(a[2], "10.0.0.1"))
+        self.assertTrue(t.at_cap("10.0.0.1"))
+        self.assertFalse(t.at_cap("10.0.0.2"))
+        self.assertIsNotNone(t.add(Sock("b"), "10.0.0.2"))
+        self.assertEqual([s.shut for s in a], [[], [], []])
+        t.remove(a[0])
+        self.assertIsNotNone(t.add(a[2], "10.0.0.1"))  # a closed one frees its place
+
+    def test_a_flood_never_closes_a_smaller_sources_keepalive(self):
+        """add: table full, one source under its cap floods: it closes its own connections,
+        never the idle keep-alive of a source holding fewer, though that one is the oldest."""
+        t, now = Table(4, per_source=4), time.monotonic()
+        keepalive = Sock("b")
+        t.add(keepalive, "10.0.0.2").since = now - 100
+        for i in range(3):
+            t.add(Sock(f"a{i}"), "10.0.0.1").since = now - 50 + i
+        for i in range(20):
+            self.assertIsNotNone(t.add(Sock(f"flood{i}"), "10.0.0.1"), i)
+        self.assertEqual(keepalive.shut, [])
+        self.assertIn(keepalive, t.open)
+        self.assertEqual(len(t.open), 4)
+
+    def test_a_newcomer_takes_from_the_source_holding_the_most(self):
+        """add: a new source closes the longest-idle connection of the source holding the most,
+        not the oldest idle one of a source with a single connection."""
+        t, now = Table(4), time.monotonic()
+        keepalive, hog = Sock("b"), [Sock(f"a{i}") for i in range(3)]
+        t.add(keepalive, "10.0.0.2").since = now - 100
+        for i, sock in enumerate(hog):
+            t.add(sock, "10.0.0.1").since = now - 50 + i
+        self.assertIsNotNone(t.add(Sock("c"), "10.0.0.3"))
+        self.assertEqual((keepalive.shut, hog[0].shut), ([], [socket.SHUT_RD]))
+
+    def test_a_source_that_cannot_make_room_is_refused(self):
+        """add: every connection it may close is being answered: None, and no one is shut."""
+        t = Table(2, per_source=2)
+        t.add(Sock("b"), "10.0.0.2")
+        t.add(Sock("a"), "10.0.0.1").state = WORKING
+        self.assertIsNone(t.add(Sock("a2"), "10.0.0.1"))
+        self.assertFalse(t.at_cap("10.0.0.1"))
+
+    def test_the_cap_defaults_to_a_quarter_and_at_least_16(self):
+        """source_cap: 0 asks for a quarter of the table, at least 16 and at most all of it;
+        a set value is kept up to the table's size."""
+        self.assertEqual([conn_table.source_cap(n, 0) for n in (256, 40, 8, 1)], [64, 16, 8, 1])
+        self.assertEqual([conn_table.source_cap(256, n) for n in (10, 300)], [10, 256])
+        self.assertEqual(Table(256).per_source, 64)
 
 
 class TestQuiet(unittest.TestCase):

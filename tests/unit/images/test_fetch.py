@@ -1,9 +1,12 @@
-"""Stdlib-only tests of fetching image links safely (onepass/images/fetch.py): the address rules for every
-blocked range, and a local HTTP server for redirects into them, DNS answers into them, pinning,
-size, type and time limits. Run: python3 -m unittest tests.unit.images.test_fetch
+"""Stdlib-only tests of fetching image links safely (onepass/images/fetch.py): the URL and port rules,
+and a local HTTP server for redirects into every blocked range (tests/unit/images/
+test_addresses.py), DNS answers into them, pinning, size, type and time limits, and the one
+message a client reads whatever stopped the fetch (the cause only in the log).
+Run: python3 -m unittest tests.unit.images.test_fetch
 """
 import ipaddress
 import os
+import struct
 import shutil
 import socket
 import ssl
@@ -17,21 +20,16 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from onepass import telemetry
 from onepass.images import fetch
+from tests.unit.images.test_addresses import BLOCKED
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\0" * 64
-BLOCKED = ["127.0.0.1", "127.255.255.254", "10.1.2.3", "172.16.0.1", "192.168.1.1",
-           "169.254.169.254", "100.64.0.1", "0.0.0.0", "224.0.0.1", "240.0.0.1",
-           "255.255.255.255", "192.0.2.1", "198.18.0.1", "::1", "::", "fe80::1", "fc00::1",
-           "ff02::1", "::ffff:127.0.0.1", "::ffff:10.0.0.1", "::ffff:169.254.169.254",
-           "2002:a00:1::", "64:ff9b::7f00:1", "2001:db8::1", "fe80::1%eth0"]
-PUBLIC = ["8.8.8.8", "1.1.1.1", "2606:4700:4700::1111", "::ffff:8.8.8.8", "2002:808:808::"]
-
-
+NOT_FETCHED = "the image link could not be fetched"  # what a client reads, whatever the cause
 class Images(BaseHTTPRequestHandler):
     def do_GET(self):
         routes = {
             "/img.png": (200, {"Content-Type": "image/png"}, PNG),
             "/page": (200, {"Content-Type": "text/html"}, b"<html>"),
+            "/error": (500, {"Content-Type": "text/plain"}, b"oops"),
             "/big": (200, {"Content-Type": "image/png"}, PNG * 2000),
             "/to-private": (302, {"Location": "http://10.0.0.1/img.png"}, b""),
             "/to-metadata": (302, {"Location": "http://169.254.169.254/latest"}, b""),
@@ -50,6 +48,11 @@ class Images(BaseHTTPRequestHandler):
             routes[self.path] = (302, {"Location": target}, b"")
         if self.path == "/slow":
             time.sleep(3)
+        if self.path == "/reset":  # the connection closed with a TCP reset, nothing answered
+            self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            self.connection.close()
+            self.close_connection = True
+            return
         if self.path == "/trickle-head":  # a status line, then a header byte every 0.2 s
             try:
                 self.wfile.write(b"HTTP/1.1 200 OK\r\n")
@@ -89,13 +92,7 @@ class Images(BaseHTTPRequestHandler):
         pass
 
 
-class TestAddresses(unittest.TestCase):
-    def test_every_blocked_range_is_refused(self):
-        for address in BLOCKED:
-            self.assertFalse(fetch.is_public(address), address)
-        for address in PUBLIC:
-            self.assertTrue(fetch.is_public(address), address)
-
+class TestUrlRules(unittest.TestCase):
     def test_url_rules(self):
         for url, why in (("http://example.com/a.png", "https"), ("ftp://example.com/a", "https"),
                          ("https://user:pw@example.com/a.png", "credentials"),
@@ -139,18 +136,23 @@ class TestLocalServer(unittest.TestCase):
         return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (a, port)) for a in table[host]]
 
     def rules(self, **kw):
-        """http allowed; this server's address counts as public, every other rule as shipped."""
-        return fetch.Rules(allow_http=True, timeout_s=1.0, resolve=self.resolve,
+        """http allowed; this server's address counts as public and its port is allowed, every
+        other rule as shipped."""
+        kw = {"ports": (80, 443, self.port), "timeout_s": 1.0, **kw}
+        return fetch.Rules(allow_http=True, resolve=self.resolve,
                            is_allowed=lambda a: a == "127.0.0.1" or fetch.is_public(a), **kw)
 
-    def url(self, path, host="public.test"):
-        return f"http://{host}:{self.port}{path}"
+    def url(self, path, host="public.test", port=None):
+        return f"http://{host}:{port or self.port}{path}"
 
     def refused(self, url, why, **kw):
-        with self.assertRaises(fetch.FetchRefused) as ctx:
-            fetch.fetch(url, self.rules(**kw))
-        self.assertIn(why, str(ctx.exception))
-        self.assertNotIn(str(self.port), str(ctx.exception))  # never the link itself
+        """The client reads the one message; `why`, the cause, is in the server's log."""
+        with self.assertLogs("onepass", "INFO") as logs:
+            with self.assertRaises(fetch.FetchRefused) as ctx:
+                fetch.fetch(url, self.rules(**kw))
+        self.assertEqual(str(ctx.exception), NOT_FETCHED)
+        self.assertIn(why, "\n".join(logs.output))
+        return "\n".join(logs.output)
 
     def test_fetches_an_image_on_the_checked_address(self):
         body, kind = fetch.fetch(self.url("/img.png"), self.rules())
@@ -180,6 +182,33 @@ class TestLocalServer(unittest.TestCase):
         self.refused(self.url("/img.png", "mixed.test"), "not public")  # one bad answer is enough
         self.refused(self.url("/img.png", "nowhere.test"), "does not resolve")
 
+    def test_only_ports_80_and_443_by_default_refused_before_any_lookup(self):
+        """The link's own port is judged from its text: told to the client, before any DNS
+        lookup or connection."""
+        for url in ("https://public.test:22/img.png", "http://public.test:8080/img.png",
+                    "https://public.test:8443/", "http://[2606:4700::1]:25/"):
+            with self.subTest(url), self.assertRaises(fetch.FetchRefused) as ctx:
+                fetch.fetch(url, fetch.Rules(allow_http=True, resolve=self.resolve))
+            self.assertEqual(str(ctx.exception), "image links may use only ports 80, 443")
+        self.assertEqual(self.lookups, [])
+        for url in ("https://public.test/img.png", "https://public.test:443/img.png",
+                    "http://public.test:80/img.png"):  # past the port rule: 127.0.0.1 is not public
+            with self.subTest(url), self.assertRaises(fetch.FetchRefused) as ctx:
+                fetch.fetch(url, fetch.Rules(allow_http=True, resolve=self.resolve))
+            self.assertEqual(str(ctx.exception), NOT_FETCHED)
+        self.assertEqual(self.lookups, ["public.test"] * 3)
+
+    def test_a_redirect_to_another_port_is_refused_before_connecting(self):
+        """A redirect to a port not allowed (a listener here, on an allowed address): refused
+        with the one message, and nothing connects to it."""
+        listener = socket.create_server(("127.0.0.1", 0))
+        self.addCleanup(listener.close)
+        other = listener.getsockname()[1]
+        self.refused(self.url("/to/" + urllib.parse.quote(f"127.0.0.1:{other}")), "port")
+        listener.setblocking(False)
+        with self.assertRaises(BlockingIOError):
+            listener.accept()  # no connection is waiting
+
     def test_at_most_three_redirects(self):
         body, _ = fetch.fetch(self.url("/hop/2"), self.rules())  # 3 redirects
         self.assertEqual(body, PNG)
@@ -204,6 +233,50 @@ class TestLocalServer(unittest.TestCase):
         self.assertLess(time.monotonic() - started, 6)
         with self.assertRaises(fetch.FetchRefused):  # http is off unless switched on
             fetch.fetch(self.url("/img.png"), fetch.Rules(resolve=self.resolve))
+
+    def test_one_message_whatever_the_cause(self):
+        """Refused, timed out or reset; HTTP 404 or 500; not an image; too large; a host or a
+        redirect into a private address; an unknown host; a redirect to another port or with
+        credentials: the client reads the same words for each, so a link cannot probe hosts
+        and ports from the server's place by what it is told. The log tells them apart."""
+        closed = socket.create_server(("127.0.0.1", 0))
+        closed_port = closed.getsockname()[1]
+        closed.close()  # nothing listens: the connection is refused
+        silent = socket.create_server(("127.0.0.1", 0))  # never accepts: the reply times out
+        self.addCleanup(silent.close)
+        silent_port = silent.getsockname()[1]
+        links = {
+            "refused": self.url("/img.png", port=closed_port),
+            "timed out": self.url("/img.png", port=silent_port),
+            "reset": self.url("/reset"), "HTTP 404": self.url("/missing"),
+            "HTTP 500": self.url("/error"), "not an image": self.url("/page"),
+            "too large": self.url("/big"), "redirect to private": self.url("/to-private"),
+            "private host": self.url("/img.png", "inside.test"),
+            "unknown host": self.url("/img.png", "nowhere.test"),
+            "redirect to port 22": self.url("/to/" + urllib.parse.quote("public.test:22")),
+            "redirect with credentials": self.url("/to/" + urllib.parse.quote(
+                f"u:p@public.test:{self.port}")),
+        }
+        told = {}
+        for cause, url in links.items():
+            with self.assertRaises(fetch.FetchRefused) as ctx:
+                fetch.fetch(url, self.rules(ports=(80, 443, self.port, closed_port, silent_port),
+                                            max_bytes=10_000, timeout_s=0.5))
+            told[cause] = str(ctx.exception)
+        self.assertEqual(told, dict.fromkeys(links, NOT_FETCHED))
+
+    def test_the_cause_is_logged_without_the_path_query_or_credentials(self):
+        """The log names the link's origin (scheme, host, port) and the cause; a path, a query
+        string or credentials may carry secrets and never reach it."""
+        for url, why in ((self.url("/secret-path/img.png?token=SECRET"), "HTTP 404"),
+                         (self.url("/to/" + urllib.parse.quote(
+                             f"user:SECRET@public.test:{self.port}")), "credentials"),
+                         (self.url("/hop/9"), "more than 3 redirects")):
+            with self.subTest(why):
+                logged = self.refused(url, why)
+                self.assertIn(f"http://public.test:{self.port}", logged)
+                for secret in ("SECRET", "secret-path", "user", "/hop"):
+                    self.assertNotIn(secret, logged)
 
     def test_fetches_counted_by_outcome(self):
         """/metrics' onepass_image_fetches_total: a fetched image is ok, a broken rule refused,
@@ -251,7 +324,8 @@ class TestTLS(unittest.TestCase):
     def fetch(self, host: str, trusted: bool):
         def resolve(name, port, type=0):
             return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", port))]
-        rules = fetch.Rules(timeout_s=2.0, resolve=resolve, is_allowed=lambda a: True)
+        rules = fetch.Rules(timeout_s=2.0, resolve=resolve, is_allowed=lambda a: True,
+                            ports=(self.server.server_port,))
         saved = os.environ.get("SSL_CERT_FILE")
         os.environ["SSL_CERT_FILE"] = self.cert if trusted else os.devnull
         try:
@@ -267,9 +341,11 @@ class TestTLS(unittest.TestCase):
 
     def test_untrusted_or_mismatched_certificates_are_refused(self):
         for host, trusted in (("public.test", False), ("other.test", True)):
-            with self.assertRaises(fetch.FetchRefused) as ctx:
-                self.fetch(host, trusted)
-            self.assertIn("SSL", str(ctx.exception))
+            with self.assertLogs("onepass", "INFO") as logs:
+                with self.assertRaises(fetch.FetchRefused) as ctx:
+                    self.fetch(host, trusted)
+            self.assertEqual(str(ctx.exception), NOT_FETCHED)
+            self.assertIn("CERTIFICATE_VERIFY_FAILED", "\n".join(logs.output))
 
 
 if __name__ == "__main__":

@@ -13,14 +13,69 @@ from onepass.images import formats as images
 MB = 1 << 20
 
 
+def chunk(kind: bytes, body: bytes) -> bytes:
+    return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+
+
 def png(width: int, height: int) -> bytes:
-    def chunk(kind, body):
-        return struct.pack(">I", len(body)) + kind + body + struct.pack(
-            ">I", zlib.crc32(kind + body))
     raw = b"".join(b"\0" + b"\0\0\0" * width for _ in range(height))
     return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2,
                                                              0, 0, 0))
             + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+
+
+def gif(screen, frames) -> bytes:
+    """A GIF89a of `screen` (width, height) with a 2-colour table, then a frame for each
+    (left, top, width, height) descriptor, each an empty LZW stream (clear, end)."""
+    out = b"GIF89a" + struct.pack("<HHBBB", *screen, 0x80, 0, 0) + b"\0\0\0\xff\xff\xff"
+    for left, top, width, height in frames:
+        out += b"," + struct.pack("<HHHHB", left, top, width, height, 0) + b"\x02\x01\x2c\0"
+    return out + b";"
+
+
+def sof(height: int, width: int, marker: int = 0xC0) -> bytes:
+    """A JPEG start-of-frame segment: 8 bits, three components."""
+    return (bytes([0xFF, marker]) + struct.pack(">HBHHB", 17, 8, height, width, 3)
+            + bytes.fromhex("011100021101031101"))
+
+
+SCAN = bytes.fromhex("ffda000c03010002110311003f00") + b"\x12" * 10 + b"\xff\xd9"
+
+
+def smuggled_jpeg(prefix: bytes) -> bytes:
+    """SOI, `prefix`, an 8000x8000 frame header, then an APP1 segment whose payload holds a 1x1
+    frame header where a walker lands that reads `prefix` as a marker with a length field
+    (4 + the next two bytes on). Pillow (vLLM's loader) opens these as 8000x8000."""
+    head = b"\xff\xd8" + prefix + sof(8000, 8000)
+    fake_at = 4 + int.from_bytes(head[4:6], "big")
+    end = fake_at + 40
+    payload = bytearray(end - len(head) - 4)
+    at = fake_at - len(head) - 4
+    payload[at:at + 19] = sof(1, 1)
+    return head + b"\xff\xe1" + struct.pack(">H", len(payload) + 2) + bytes(payload) + SCAN
+
+
+# Real encoder output (Pillow): an animated GIF whose later frames sit at (2, 1) and (3, 2) of
+# its 8x6 screen, and a progressive 16x8 JPEG (one SOF2, ten scans).
+ANIMATED_GIF = bytes.fromhex(
+    "47494638396108000600810000000000ff000000000000000021ff0b4e45545343415045322e300301000000"
+    "21f904000a0000002c00000000080006000008140001081c4830804182000c0640c8b0a1430001010021f904"
+    "010a0002002c02000100040003008100000000ff00000000000000080d000108140020804101060304040021"
+    "f904010a0002002c0300020004000300810000000000ff000000000000080d00010814002080410106030404"
+    "003b")
+PROGRESSIVE_JPEG = bytes.fromhex(
+    "ffd8ffe000104a46494600010100000100010000ffdb004300100b0c0e0c0a100e0d0e1211101318281a1816"
+    "16183123251d283a333d3c3933383740485c4e404457453738506d51575f626768673e4d71797064785c6567"
+    "63ffdb0043011112121815182f1a1a2f63423842636363636363636363636363636363636363636363636363"
+    "6363636363636363636363636363636363636363636363636363ffc200110800080010030122000211010311"
+    "01ffc4001500010100000000000000000000000000000001ffc40015010101000000000000000000000000000"
+    "00405ffda000c0301000210031000000180533fffc40014100100000000000000000000000000000010ffda00"
+    "080101000105023fffc40014110100000000000000000000000000000000ffda0008010301013f017fffc400"
+    "14110100000000000000000000000000000000ffda0008010201013f017fffc4001410010000000000000000"
+    "0000000000000010ffda0008010100063f023fffc40014100100000000000000000000000000000010ffda00"
+    "08010100013f213fffda000c030100020003000000100bffc400141101000000000000000000000000000000"
+    "00ffda0008010301013f107fffc40014110100000000000000000000000000000000ffda0008010201013f10"
+    "7fffc40014100100000000000000000000000000000010ffda0008010100013f103fffd9")
 
 
 class TestImages(unittest.TestCase):
@@ -40,7 +95,7 @@ class TestImages(unittest.TestCase):
         bmp = b"BM" + b"\0" * 16 + struct.pack("<ii", 11, -13) + b"\0" * 8
         self.assertEqual(images.sniff(bmp), ("bmp", 11, 13))
         jpeg = (b"\xff\xd8\xff\xe0" + struct.pack(">H", 16) + b"JFIF\0" + b"\0" * 9
-                + b"\xff\xc0" + struct.pack(">HBHH", 17, 8, 20, 30) + b"\0" * 12)
+                + b"\xff\xc0" + struct.pack(">HBHH", 17, 8, 20, 30) + b"\0" * 10 + SCAN)
         self.assertEqual(images.sniff(jpeg), ("jpeg", 30, 20))
 
     def test_refusals_name_the_rule(self):
@@ -86,6 +141,100 @@ class TestBombsAndTruncation(unittest.TestCase):
             with self.subTest(name), self.assertRaisesRegex(images.BadImage, "ends before"):
                 images.from_bytes(data, MB, 10_000)
         self.assertEqual(images.from_bytes(whole, MB, 10_000).width, 3)
+
+
+class TestTheSizeVLLMReads(unittest.TestCase):
+    """The size judged is the size Pillow (vLLM's loader) decodes: the headers it reads after
+    the first are walked too, the way it reads them (checked against Pillow 13 with the same
+    bytes: each of these opened there as 8000x8000)."""
+
+    def refused(self, data, why):
+        with self.assertRaisesRegex(images.BadImage, why):
+            images.from_bytes(data, 20 * MB, 4096 * 4096)
+
+    def test_a_gif_frame_larger_than_its_screen_is_refused(self):
+        """A 1x1 screen with an 8000x8000 frame: Pillow grows the image to the frame."""
+        self.refused(gif((1, 1), [(0, 0, 8000, 8000)]), "8000x8000 at 0,0 .* 1x1 screen")
+
+    def test_every_gif_frame_is_checked(self):
+        for frames in ([(0, 0, 10, 10), (0, 0, 10, 10), (5, 5, 6, 5)],
+                       [(0, 0, 10, 10), (60000, 0, 10, 10)], [(0, 0, 10, 10), (0, 9, 1, 2)]):
+            with self.subTest(frames):
+                self.refused(gif((10, 10), frames), "reaches past its 10x10 screen")
+
+    def test_gif_frames_inside_the_screen_are_read(self):
+        img = images.from_bytes(gif((10, 10), [(0, 0, 10, 10), (3, 4, 7, 6), (9, 9, 1, 1)]),
+                                MB, 10_000)
+        self.assertEqual((img.format, img.width, img.height), ("gif", 10, 10))
+        self.assertEqual(images.from_bytes(ANIMATED_GIF, MB, 10_000).width, 8)
+
+    def test_a_gif_cut_inside_a_frame_is_refused(self):
+        """Its last byte a `;` inside the image data: the trailer is found by walking the
+        blocks, not by the last byte."""
+        whole = gif((4, 4), [(0, 0, 4, 4)])
+        cut = whole[:-4] + b"\x02\x2c\x3b"  # a sub-block of 2 bytes, the second a ';', cut
+        self.refused(cut, "ends before")
+        self.refused(whole[:-1], "ends before")
+
+    def test_a_png_with_a_second_ihdr_is_refused(self):
+        """Pillow keeps the last IHDR before the image data."""
+        tiny = png(1, 1)
+        second = chunk(b"IHDR", struct.pack(">IIBBBBB", 8000, 8000, 8, 2, 0, 0, 0))
+        self.refused(tiny[:33] + second + tiny[33:], "more than one IHDR")
+
+    def test_a_jpeg_with_two_frame_headers_is_refused(self):
+        """Pillow keeps the last start-of-frame before the first scan."""
+        self.refused(b"\xff\xd8" + sof(1, 1) + sof(8000, 8000) + SCAN, "more than one frame")
+        self.refused(b"\xff\xd8" + sof(1, 1) + sof(8000, 8000, 0xC2) + SCAN,
+                     "more than one frame")
+
+    def test_fill_bytes_before_a_jpeg_marker_are_skipped(self):
+        """0xFF fill bytes may precede any marker (libjpeg and Pillow skip them): read as a
+        marker with a length, they hid the real frame header behind a fake one."""
+        self.refused(smuggled_jpeg(b"\xff"), "8000x8000 pixels")
+        self.refused(b"\xff\xd8" + b"\xff" * 5 + sof(8000, 8000) + SCAN, "8000x8000 pixels")
+
+    def test_jpeg_markers_without_a_length_cannot_hide_a_frame(self):
+        """Pillow reads EOI, JPG and JPGn (0xF0-0xFD) as markers without a length; a walker
+        that reads a length there lands on the fake 1x1 frame. These markers, and DHP
+        (hierarchical JPEG, which libjpeg does not decode), have no place before a scan."""
+        for marker in (b"\xff\xd9", b"\xff\xc8", b"\xff\xf0", b"\xff\xfd", b"\xff\xde"):
+            with self.subTest(marker.hex()):
+                self.refused(smuggled_jpeg(marker), "marker")
+
+    def test_real_progressive_and_animated_files_are_read(self):
+        img = images.from_bytes(PROGRESSIVE_JPEG, MB, 10_000)
+        self.assertEqual((img.format, img.width, img.height), ("jpeg", 16, 8))
+
+    def test_an_os2_bmp_header_gives_its_16_bit_size(self):
+        """A 12-byte BITMAPCOREHEADER holds 16-bit width and height (Pillow reads them so)."""
+        core = (b"BM" + struct.pack("<IHHI", 26 + 24, 0, 0, 26) + struct.pack("<IHHHH", 12, 2, 3,
+                                                                             1, 24) + b"\0" * 24)
+        self.assertEqual(images.sniff(core), ("bmp", 2, 3))
+        self.assertEqual(images.from_bytes(core, MB, 100).height, 3)
+
+
+class TestWalkCost(unittest.TestCase):
+    """Walking a file's chunks or blocks costs a step each: a file built of tiny ones is
+    refused at a bounded number of steps, not walked for seconds (20 MB of empty PNG chunks
+    took 0.43 s)."""
+
+    def test_a_png_of_many_empty_chunks_is_refused(self):
+        tiny = png(1, 1)
+        empty = chunk(b"tEXt", b"")
+        self.assertRaisesRegex(images.BadImage, "more than .* chunks", images.from_bytes,
+                               tiny[:33] + empty * (1 << 19) + tiny[33:], 20 * MB, 10_000)
+
+    def test_a_gif_of_many_tiny_sub_blocks_is_refused(self):
+        frame = gif((1, 1), [(0, 0, 1, 1)])
+        many = frame[:-4] + b"\x01\x2c" * (1 << 19) + b"\0;"
+        self.assertRaisesRegex(images.BadImage, "more than .* blocks", images.from_bytes,
+                               many, 20 * MB, 10_000)
+
+    def test_a_jpeg_of_many_empty_segments_is_refused(self):
+        many = b"\xff\xd8" + b"\xff\xfe\x00\x02" * (1 << 19) + sof(1, 1) + SCAN
+        self.assertRaisesRegex(images.BadImage, "more than .* segments", images.from_bytes,
+                               many, 20 * MB, 10_000)
 
 
 if __name__ == "__main__":

@@ -22,9 +22,10 @@ from onepass.prompt import fitting, layout
 from onepass.config import ConfigError
 from onepass.backend.engine import Engine
 from onepass.decision import NOUL, Option, Question, ReadResult
-from onepass.errors import InvalidRequest
+from onepass.errors import InvalidRequest, PayloadTooLarge
 from onepass.backend.warmup import png
 from tests.support.build_decision import decision, from_body
+from tests.support.memory_peak import peak_of
 from tests.support.unit_profile import LABELS, VLM
 
 VISION = VLM.vision
@@ -303,6 +304,19 @@ class TestEngineAndConfig(unittest.TestCase):
         settings = config.load(["--profile", "idefics3-tiny"], {"ONEPASS_IMAGE_LINKS": "off"})
         self.assertEqual((settings.image_links, settings.model.vision), ("off", VISION))
 
+    def test_image_link_ports_are_a_setting(self):
+        """ONEPASS_IMAGE_LINK_PORTS: 80 and 443 unless set; the server's fetch rules use it;
+        anything but ports 1-65535, comma-separated, is a ConfigError."""
+        from onepass.server import Service
+        from tests.support.paths import ROOT
+        for env, ports in (({}, (80, 443)), ({"ONEPASS_IMAGE_LINK_PORTS": "443, 8443"},
+                                             (443, 8443))):
+            settings = config.load(["--profile", "idefics3-tiny"], env)
+            self.assertEqual(Service(settings, ROOT).images.links.ports, ports)
+        for bad in ("0", "80,x", "70000", "80,,443", "\u00b2", "-1", "1" * 5000):
+            with self.subTest(bad), self.assertRaises(ConfigError):
+                config.load([], {"ONEPASS_IMAGE_LINK_PORTS": bad})
+
 
 
 # -- the image count, checked while counting ----------------------------------------------------
@@ -357,6 +371,35 @@ class TestCountedWhileCounting(unittest.TestCase):
         scan = min(_timed(lambda: body["state"].count("data:image/")) for _ in range(3))
         took = min(refusal(api, body, 4)[2] for _ in range(3))
         self.assertLess(took, 4 * scan + 0.005)
+
+
+class TestPlaceholderExpansion(unittest.TestCase):
+    """Every occurrence of an asset placeholder becomes its label (`[image N]`, 9 characters):
+    the size that makes is counted before anything is replaced, and past the state limit it
+    is a 413, so a one-letter placeholder cannot multiply a body in memory."""
+
+    ASSET = {"a": {"type": "image", "format": "png", "data_base64": RED.split(",", 1)[1]}}
+
+    def refused_with_peak(self, body) -> int:
+        def run():
+            with self.assertRaises(PayloadTooLarge) as ctx:
+                parse({**body, "assets": self.ASSET})
+            self.assertIn(f"at most {fitting.MAX_STATE_BYTES}", ctx.exception.message)
+        return peak_of(run)
+
+    def test_a_one_letter_placeholder_cannot_multiply_the_state(self):
+        """A state of 1 MiB of `a`s with an asset named `a` (9 MiB once replaced) is refused
+        before the replaced state is built: the peak stays under the state's own size."""
+        peak = self.refused_with_peak({"state": {"t": ["a" * (1 << 19)] * 2},
+                                       "questions": {"q": NOUL_Q}})
+        self.assertLess(peak, 1 << 20)
+
+    def test_the_question_texts_are_bounded_together(self):
+        """120 questions of 10 KiB of `a`s each (each `a` 8 characters longer once replaced:
+        9.4 MiB more in all) are refused the same way: the bound is the request's, not each
+        text's."""
+        questions = {str(i): {"type": "noul", "instructions": "a" * 10240} for i in range(120)}
+        self.assertLess(self.refused_with_peak({"state": "x", "questions": questions}), 1 << 20)
 
 
 def _timed(fn) -> float:

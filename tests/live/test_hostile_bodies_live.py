@@ -1,0 +1,46 @@
+"""Hostile bodies against a shim in front of the session's real vLLM, at the default limits: 64
+bodies at once, every kind of tests/support/hostile_bodies.py mixed (structure bombs, tiny
+strings and numbers, placeholder amplification, one huge string, gzip'd to the decoded cap or
+plain at the wire cap). Each gets a 4xx within 5 s, the shim's peak memory stays under 1 GiB
+above where it started, and meanwhile /health answers and a normal decision gets the model's
+real answer."""
+import threading
+
+import pytest
+
+from tests.support import hostile_bodies
+from tests.support.live_stack import free_port, start_shim, wait_health
+
+BODIES = 64
+
+
+@pytest.fixture(scope="module")
+def shim(stack):
+    port = free_port()
+    proc = start_shim(stack.vllm_url, port)
+    threading.Thread(target=lambda: proc.stdout.read(), daemon=True).start()  # keep it draining
+    try:
+        wait_health(f"http://127.0.0.1:{port}", {"ok"}, timeout=300)
+        yield ("127.0.0.1", port), proc.pid
+    finally:
+        proc.terminate()
+        proc.wait(timeout=60)
+
+
+def test_64_hostile_bodies_beside_a_real_decision(shim):
+    addr, pid = shim
+    cases = hostile_bodies.cases()
+    sent = [cases[i % len(cases)] for i in range(BODIES)]
+    rnd = hostile_bodies.round_of(addr, pid, [c.raw({}) for c in sent])
+    late = [(c.name, status, round(took, 2)) for c, (status, took) in zip(sent, rnd.hostile)
+            if status // 100 != 4 or took >= 5]
+    assert late == []
+    assert rnd.growth_kib < 1 << 20, f"peak RSS grew {rnd.growth_kib // 1024} MiB"
+    assert rnd.health[0] == 200
+    status, _, doc, _ = rnd.decision
+    assert status == 200, doc
+    refund, team = doc["answers"]["refund"], doc["answers"]["team"]
+    assert 0 <= refund["noul"] <= 1
+    assert set(team["probabilities"]) == {"billing", "tech", "sales"}
+    assert abs(sum(team["probabilities"].values()) - 1) < 1e-6
+    assert doc["usage"]["input_tokens"] > 0  # read by the model, not refused before it
