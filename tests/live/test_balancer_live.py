@@ -222,7 +222,8 @@ def test_deploy_files(tmp_path):
     assert check.returncode == 0, check.stdout + check.stderr
     assert cfg.read_text().count("\n    server ") == 3
     docs = list(yaml.safe_load_all((ROOT / "deploy" / "k8s.yaml").read_text()))
-    assert [d["kind"] for d in docs] == ["Deployment", "PersistentVolumeClaim", "Service"]
+    assert [d["kind"] for d in docs] == ["Deployment", "PersistentVolumeClaim", "Service",
+                                                "NetworkPolicy"]
     pod = docs[0]["spec"]["template"]["spec"]["containers"][0]
     assert pod["readinessProbe"]["httpGet"]["path"] == "/health"
     assert pod["livenessProbe"]["httpGet"]["path"] == "/health?live=1"
