@@ -158,7 +158,7 @@ def test_key_is_sent_as_the_header_and_kept_nowhere(stack, watched, tmp_path):
         assert page.is_visible("#key") and page.get_attribute("#key", "type") == "password"
         assert "API key" in page.text_content("#status")
         sent, response = send(page)
-        assert response.status == 403 and "Authorization" not in sent.headers
+        assert response.status == 401 and "Authorization" not in sent.headers
         assert "missing API key" in page.text_content("[data-error-for=key]")
         page.fill("#key", KEY)
         page.dispatch_event("#key", "change")
