@@ -19,6 +19,7 @@ import zlib
 from dataclasses import dataclass
 
 from . import json_shape, multipart
+from .decision import MAX_STATE_BYTES
 from .edge.framing import CHUNKED
 from .errors import InvalidRequest, PayloadTooLarge, Problem, UnsupportedMediaType
 
@@ -48,6 +49,7 @@ class Limits:
     # decoded)
     values: int = MAX_JSON_VALUES
     depth: int = MAX_JSON_DEPTH
+    string_bytes: int = sys.maxsize  # the longest string any field takes (a state, an image)
 
     @property
     def decoded(self) -> int:
@@ -62,12 +64,12 @@ class Limits:
 def limits(settings) -> Limits:
     """The limits of the settings and their profile: a vision profile's images are allowed
     beside the JSON, as many as it reads of the largest it takes, as base64 in a data URL."""
-    vision, images = settings.model.vision, 0
+    vision, images, image = settings.model.vision, 0, 0
     if vision:
-        images = vision.max_images * (4 * -(-vision.max_bytes // 3) + len("data:image/;base64,")
-                                      + 16)
+        image = 4 * -(-vision.max_bytes // 3) + len("data:image/;base64,") + 16
+        images = vision.max_images * image
     return Limits(settings.max_decoded_bytes, images, settings.max_body_bytes,
-                  settings.max_json_values)
+                  settings.max_json_values, string_bytes=max(MAX_STATE_BYTES, image))
 
 
 def claim(headers, length: int, lim: Limits) -> tuple[int, int]:

@@ -16,6 +16,7 @@ NOUL, CHOICE, SCORE, BOX, NUMBER = "noul", "choice", "score", "box", "number"
 # onepass engine plugin). Clients may also say "one-way" / "two-way".
 CAUSAL, TWO_WAY = "causal", "bidirectional"
 MODE_NAMES = {"causal": CAUSAL, "one-way": CAUSAL, "bidirectional": TWO_WAY, "two-way": TWO_WAY}
+MAX_STATE_BYTES = 8 << 20  # a state longer than this (UTF-8, as shown) is refused (413), never cut
 
 
 def compact_json(value) -> str:

@@ -61,8 +61,14 @@ class Shape:
 
 
 def scan(data: bytes, limits) -> Shape:
-    """The shape of a JSON text, refused past `limits.values` values (413) or `limits.depth`
-    levels (422). A text that is not JSON gets a shape too; json.loads refuses it next."""
+    """The shape of a JSON text, refused past `limits.values` values (413), `limits.depth`
+    levels (422) or a string longer than `limits.string_bytes` (413). A text that is not JSON
+    gets a shape too; json.loads refuses it next."""
+    longest = long_string(data, limits.string_bytes)
+    if longest:
+        raise PayloadTooLarge(f"the JSON holds a string of at least {longest} bytes; this server "
+                              f"reads strings of at most {limits.string_bytes} bytes (a state, "
+                              "the longest field, is refused past that size)")
     opens = data.count(b"[") + data.count(b"{")
     commas = data.count(b",")
     depth = opens  # nesting cannot exceed the opening brackets, in strings or not
@@ -83,6 +89,31 @@ def scan(data: bytes, limits) -> Shape:
                                           f"{limits.depth} levels)", "json_invalid")])
     width = 1 if data.isascii() else 4 if FOUR_BYTE.search(data) else 2
     return Shape(opens + commas + 1, depth, width, b"\\u" in data)
+
+
+def long_string(data: bytes, limit: int) -> int:
+    """At least how many UTF-8 bytes a string of the text holds when that is over `limit`, else
+    0; found without parsing, so a body whose one string no field can take is refused before
+    json.loads builds it (a 12 MiB string with one emoji: 48 MiB of characters, twice). A string
+    longer than `limit` spans a multiple of `limit`: look for a quote on each side of each."""
+    if limit <= 0 or len(data) <= limit:
+        return 0
+    for point in range(limit, len(data), limit):
+        start, end = data.rfind(b'"', 0, point), data.find(b'"', point)
+        if start < 0 or end < 0 or end - start - 1 <= limit:
+            continue
+        if data[start - 1:start] == b"\\" or data[end - 1:end] == b"\\":
+            continue  # an escaped quote: not where the string ends; json.loads will tell
+        head = data[:start]
+        if b"\\" in head:  # pairs of backslashes first, then escaped quotes: the rest delimit
+            head = head.replace(b"\\\\", b"").replace(b'\\"', b"")
+        if head.count(b'"') % 2:
+            continue  # the run lies between two strings, not inside one
+        # an escape (a backslash) stands for at least one byte in at most six: \uXXXX
+        least = end - start - 1 - 5 * data.count(b"\\", start + 1, end)
+        if least > limit:
+            return least
+    return 0
 
 
 def _outside_strings(data: bytes, limits) -> bytes:

@@ -70,6 +70,9 @@ PHASE = REGISTRY.gauge("onepass_phase", "1 for the shim's phase (warming, ready,
 OVERLOADED = REGISTRY.counter("onepass_overloaded_total", "529 answers, by reason: warming up, "
                               "the in-flight limit, the connection limit, the body budget",
                               {"reason": OVERLOAD_REASONS})
+SOURCE_CAPPED = REGISTRY.counter("onepass_source_cap_refusals_total", "connections refused with "
+                                 "503 because their source address had its "
+                                 "--max-connections-per-source open")
 QUESTIONS = REGISTRY.counter("onepass_questions_total", "questions answered, by answer type",
                              {"type": TYPES})
 INPUT_TOKENS = REGISTRY.counter("onepass_input_tokens_total", "input (prompt) tokens of answered "

@@ -26,6 +26,7 @@ FD_RESERVE = 64  # descriptors beside client connections: listening socket, logs
 # one source's default share: a quarter of the table, but never below what one client's pool
 # of keep-alive connections takes (a browser's 6, an HTTP library's 10 to 20)
 SOURCE_SHARE, SOURCE_FLOOR = 4, 16
+WARN_EVERY_S = 10.0  # a refusal past a source's cap is logged at most this often
 
 
 def source_cap(limit: int, asked: int) -> int:
@@ -57,6 +58,7 @@ class Table:
         self.limit, self.lock, self.open = limit, threading.Lock(), {}
         self.per_source = source_cap(limit, per_source)
         self.held = collections.Counter()  # open connections per source
+        self.warned = -WARN_EVERY_S  # when a refusal past a source's cap was last logged
 
     def add(self, sock, source: str = "") -> Conn | None:
         """The newcomer's record, or None: its source is at its cap (at_cap says so), or no
@@ -79,6 +81,12 @@ class Table:
         """What a newcomer add() refused is answered: 503 past its source's cap (no one else's
         connection was closed for it), else 529 (every connection it may close is busy)."""
         if self.at_cap(source):
+            telemetry.SOURCE_CAPPED.inc()
+            now = time.monotonic()
+            if now - self.warned >= WARN_EVERY_S:  # a flood logs a line, not a line a refusal
+                self.warned = now
+                log.warning("refused a connection from %s: %d connections open from it, its "
+                            "cap (--max-connections-per-source)", source, self.per_source)
             return SourceOverCap(f"{self.per_source} connections are open from your address, "
                                  "its most; close idle ones or retry shortly",
                                  retry_after_ms=1000)

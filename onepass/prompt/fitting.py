@@ -17,13 +17,13 @@ from dataclasses import dataclass, replace
 from .bm25 import BM25, terms
 from ..decision import Decision, Option, Question, Read
 from ..errors import PayloadTooLarge
+from .layout import MAX_STATE_BYTES, state_too_large
 from .layout import frames as layout_frames
 from ..profile import STATE_SELECTIONS
 from .state_parts import GAP, render, split
 
 BM25_METHOD, HEAD_TAIL = STATE_SELECTIONS
 MAX_ROUNDS = 8  # tokenizer boundaries make the parts' sum an estimate; re-check the real prompt
-MAX_STATE_BYTES = 8 << 20  # a state longer than this is refused (413), never cut
 SEAM_TOKENS = 8  # a state counted alone vs inside a prompt: tokens may merge at its two ends
 QUESTION_CHARS_PER_TOKEN = 16  # a question text beyond this many characters per budget token is
 # cut before it is shortened by counting (a token averages far fewer; this bounds the counting)
@@ -77,9 +77,7 @@ class Whole:
         self.text, self.shown = frame.state_text, frame.shown_state
         self.bytes = len(self.shown.encode())
         if self.bytes > MAX_STATE_BYTES:
-            raise PayloadTooLarge(f"the state is {self.bytes} bytes; this server reads states "
-                                  f"of at most {MAX_STATE_BYTES} bytes (longer ones are cut per "
-                                  "question to fit the maximum context length, up to that size)")
+            raise state_too_large(self.bytes)
         self._tokens = self._parts = None
 
     @property

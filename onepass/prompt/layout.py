@@ -18,7 +18,8 @@ from __future__ import annotations
 import json
 
 from .. import kinds
-from ..decision import Decision, Question, Read, compact_json
+from ..decision import MAX_STATE_BYTES, Decision, Question, Read, compact_json
+from ..errors import PayloadTooLarge
 from ..profile import Layout, Profile
 from .neutral import neutral
 
@@ -82,11 +83,19 @@ def frames(decision: Decision, profile: Profile, labels: LabelSet, count=None) -
     (`count(texts)`, image slots then at their cost; None: costs are not asked)."""
     opts = techniques(decision, profile)
     state = render_state(decision.state, opts.compact_json)
+    if len(state) > MAX_STATE_BYTES:  # a character is at least one UTF-8 byte: refused before
+        raise state_too_large(len(state.encode()))  # neutralising what cannot be read
     if count and profile.vision is not None and decision.images:
         count = counter(count, slot_extra(decision, profile))
     shown = shown_state(state, profile)
     return [Frame(decision, profile, labels, i, q, count, opts, (state, shown))
             for i, q in enumerate(decision.questions)]
+
+
+def state_too_large(size: int) -> PayloadTooLarge:
+    return PayloadTooLarge(f"the state is {size} bytes; this server reads states of at most "
+                           f"{MAX_STATE_BYTES} bytes (longer ones are cut per question to fit "
+                           "the maximum context length, up to that size)")
 
 
 def shown_state(text: str, profile: Profile) -> str:

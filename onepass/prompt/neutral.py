@@ -40,22 +40,25 @@ def strings(profile) -> tuple[str, ...]:
 
 
 class Specials:
-    """A profile's strings compiled into one pattern that finds where any of them starts (a
-    look-ahead, so occurrences inside or overlapping others are found too)."""
+    """A profile's strings compiled into one pattern that finds where any of them starts: each
+    string's first character, then the rest as a look-ahead, so a match takes one character and
+    occurrences inside or overlapping others are found too. Starting with a literal lets the
+    regex engine skip to candidate characters at C speed: a 12 M-character state without one
+    costs ~1 ms, where a look-ahead at every position cost 60."""
 
     def __init__(self, found: tuple[str, ...]):
         bad = [s for s in found if len(s) < 2 or JOINER in s]
         if bad:  # one character cannot be split; one holding the joiner could be re-formed
             raise ValueError(f"cannot neutralise special tokens {bad!r}")
         self.strings = found
-        self.pattern = re.compile("(?=" + _trie(found) + ")") if found else None
+        self.pattern = re.compile(_trie(found)) if found else None
 
     def neutral(self, text: str) -> str:
         """JOINER after the first character of every occurrence; text without one is returned
         as it is (the same object)."""
         if self.pattern is None:
             return text
-        starts = [m.start() + 1 for m in self.pattern.finditer(text)]
+        starts = [m.end() for m in self.pattern.finditer(text)]
         if not starts:
             return text
         cuts = zip([0] + starts, starts + [len(text)])
@@ -63,8 +66,9 @@ class Specials:
 
 
 def _trie(found) -> str:
-    """An alternation of the strings factored by their common prefixes: matching it at a place
-    costs the length of the longest candidate, not the number of strings (Gemma has 6,249)."""
+    """An alternation over first characters, each followed by a look-ahead on the rest of the
+    strings, factored by their common prefixes: matching it at a place costs the length of the
+    longest candidate, not the number of strings (Gemma has 6,249)."""
     tree: dict = {}
     for s in found:
         node = tree
@@ -81,7 +85,8 @@ def _trie(found) -> str:
             return branches[0]
         group = "(?:" + "|".join(branches) + ")"
         return group + "?" if end else group  # a string ends here: what follows is optional
-    return alt(tree)
+    firsts = [re.escape(ch) + "(?=" + alt(child) + ")" for ch, child in sorted(tree.items())]
+    return "(?:" + "|".join(firsts) + ")"
 
 
 _CACHE: dict[int, tuple] = {}  # id(profile) -> (profile, Specials): compiled once per profile

@@ -220,6 +220,29 @@ class TestStructure(unittest.TestCase):
             got = peak_of(lambda: json.loads(text.decode()))
             self.assertLess(got, shape.parse_bytes(len(text)), name)
 
+    def test_a_string_no_field_takes_never_reaches_json_loads(self):
+        """parse_json: a string longer than `string_bytes` (the state limit) is a 413 found from
+        its quotes, json.loads never called: the 12 MiB string with one emoji cost the shim
+        48 MiB of characters twice and ~85 ms of its interpreter lock before the state limit
+        refused it. Exactly the limit parses; escapes, runs between strings and escaped quotes
+        before the string are not mistaken."""
+        lim = limits(string_bytes=1000)
+        refused = [b'{"state": "\xf0\x9f\x98\x80' + b"x" * 997 + b'"}',
+                   b'{"a": "q\\"q\\\\", "state": "' + b"x" * 1001 + b'"}',
+                   b'["' + b"x" * 3000 + b'"]']
+        for text in refused:
+            with mock.patch.object(json, "loads", wraps=json.loads) as loads:
+                with self.assertRaises(PayloadTooLarge, msg=text) as ctx:
+                    body.parse_json(text, "", lim)
+            loads.assert_not_called()
+            self.assertIn("at most 1000 bytes", ctx.exception.message)
+        parsed = [b'{"state": "' + b"x" * 1000 + b'"}',
+                  b'{"state": "' + b"\\n" * 501 + b'"}',  # 1002 bytes sent, 501 meant
+                  b'{"a": "b",' + b" " * 1500 + b'"c": "d"}',
+                  b'{"a": "x\\"' + b"y" * 1200 + b'"}']  # past an escaped quote: json.loads
+        for text in parsed:  # (the state limit, later, refuses that one if it is the state)
+            self.assertEqual(body.parse_json(text, "", lim), json.loads(text), text)
+
     def test_images_are_counted_beside_the_json(self):
         """parse_json: on a vision profile the JSON may carry `image_bytes` of base64 beyond its
         own `decoded_bytes`; text in their place is a 413."""

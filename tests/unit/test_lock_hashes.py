@@ -33,7 +33,8 @@ def pip_commands(path: Path) -> list:
 class LocksTest(unittest.TestCase):
     def test_every_lock_pins_and_hashes_every_requirement(self):
         self.assertEqual({p.name for p in LOCKS},
-                         {"cpu.txt", "gpu.txt", "test.txt", "clients.txt", "models.txt"})
+                         {"cpu.txt", "gpu.txt", "test.txt", "clients.txt", "models.txt",
+                          "jevbench.txt"})
         for lock in LOCKS:
             reqs = lh.requirements(lock.read_text())  # raises on a line that is not `==`
             self.assertTrue(reqs, lock.name)
@@ -41,6 +42,13 @@ class LocksTest(unittest.TestCase):
                 self.assertTrue(r["hashes"], f"{lock.name}: {r['name']}=={r['version']} has "
                                 "no --hash (python3 tools/serve/lock_hashes.py " +
                                 f"deps/{lock.name})")
+
+    def test_the_jevbench_runbook_installs_from_its_hashed_lock(self):
+        """docs/runbooks/jevbench.md: its harness venv comes from deps/jevbench.txt, hashed."""
+        cmds = [line.strip() for line in (ROOT / "docs/runbooks/jevbench.md").read_text()
+                .splitlines() if re.search(r"pip3?\s+install\b", line)]
+        self.assertEqual(cmds, ["jb/bin/pip install --require-hashes --only-binary :all: -r "
+                                "deps/jevbench.txt"])
 
     def test_every_install_and_download_requires_hashes_from_a_lock(self):
         """No pip command takes a requirement on its command line (it could carry no hash) or

@@ -10,6 +10,7 @@ import socket
 import time
 import unittest
 
+from onepass import telemetry
 from onepass.edge import conn_table
 from onepass.edge.conn_table import IDLE, READING, WORKING, Table
 
@@ -86,6 +87,19 @@ class TestSources(unittest.TestCase):
         self.assertEqual([s.shut for s in a], [[], [], []])
         t.remove(a[0])
         self.assertIsNotNone(t.add(a[2], "10.0.0.1"))  # a closed one frees its place
+
+    def test_a_refusal_past_a_sources_cap_is_counted_and_logged_at_most_every_10_s(self):
+        """refusal: past a source's cap a 503 (SourceOverCap), counted in
+        onepass_source_cap_refusals_total, one warning line naming the source per 10 s."""
+        t = Table(8, per_source=1)
+        t.add(Sock("a"), "10.0.0.9")
+        before = telemetry.SOURCE_CAPPED.series.get((), 0)
+        with self.assertLogs("onepass", "WARNING") as logs:
+            errors = [t.refusal("10.0.0.9") for _ in range(3)]
+        self.assertEqual({e.status for e in errors}, {503})
+        self.assertEqual(telemetry.SOURCE_CAPPED.series.get((), 0) - before, 3)
+        self.assertEqual(len(logs.output), 1)
+        self.assertIn("10.0.0.9", logs.output[0])
 
     def test_a_flood_never_closes_a_smaller_sources_keepalive(self):
         """add: table full, one source under its cap floods: it closes its own connections,
