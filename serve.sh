@@ -204,11 +204,14 @@ start_vllm() {
   # the reply, which a model may otherwise fill with spaces until the token cap (docs/box.md).
   # vLLM 0.32 reads this engine-wide only, and only with a named backend.
   local structured='{"backend": "xgrammar", "disable_any_whitespace": true}'
+  # /tokenizer_info: the shim reads the tokenizer's added tokens at start-up and keeps client
+  # text from carrying them (a profile without a tokenizer contract is refused without it).
   # shellcheck disable=SC2086
   set -- "$PY" -m vllm.entrypoints.openai.api_server --model "$MODEL" \
     --served-model-name "$(profile_field served_model_name)" --host 127.0.0.1 --port "$VLLM_PORT" \
     --dtype "$dtype" --max-model-len "$(profile_field max_model_len)" $eager $backend \
     --enable-prompt-tokens-details --structured-outputs-config "$structured" \
+    --enable-tokenizer-info-endpoint \
     "${head[@]}" "${profile_args[@]}" ${ONEPASS_VLLM_ARGS:-}
   VLLM_DTYPE=$dtype  # the shim reports it in onepass_build_info
   echo "+ $* > $LOG_DIR/vllm.log"

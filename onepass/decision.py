@@ -75,6 +75,8 @@ class Read:
     head_chars: int = 0  # prompt[:head_chars] is the system turn and record, shared by every
     # read over the same state (0: the layout puts the question first, nothing to share)
     assistant: str = ""  # chat route: the answer turn's start (the prompt already ends with it)
+    spans: tuple = ()  # (start, end) character ranges of prompt read as a set (option_sets):
+    # consecutive, each its own piece of text at the same positions (the engine plugin)
 
 
 @dataclass(frozen=True)

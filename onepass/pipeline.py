@@ -92,6 +92,11 @@ class Pipeline:
         except (TypeError, ValueError, ConfigError) as e:
             raise InvalidRequest([Problem(("kwargs", "layout"), _said(e), "value_error")]) \
                 from None
+        if layout is not None and layout.option_sets and not self.facts.sets:
+            raise BadRequest("option_sets (a choice's options read as a set) needs the onepass "
+                             "engine plugin, and this server's vLLM does not run it; send the "
+                             "request without it, or start vLLM with the plugin (serve.sh "
+                             "does by default)")
         try:
             if "calibration" in overrides:
                 given = dict(overrides["calibration"])

@@ -47,6 +47,9 @@ class Layout:
     both_directions: bool = False  # every listing also read backwards: a choice's orders each
     # reversed (with every cyclic order read, a reversed request reads the same prompts), a
     # score's levels also highest first; as reads of their own
+    option_sets: bool = False  # a choice's options read as a set, in one read: labels bound by
+    # the options' keys, every option at the same positions, seeing only the text before the
+    # options and itself (the engine plugin's set read), so their order cannot matter
     compact_json: bool = True  # a JSON state as compact JSON, else indented
     state_selection: str = "bm25"  # a state too long for the context: what each question keeps
 
@@ -106,8 +109,8 @@ class Profile:
     reasoning: object = None  # reasoning.Settings: how the model thinks first (None: never)
     head_dtype: str = "float32"  # "model": the lm_head in the served dtype (an opt-out that
     # needs a measurement in provenance); serve.sh runs it in fp32 otherwise
-    specials: tuple[str, ...] = ()  # every special token of the model's tokenizer, from its
-    # tokenizer contract (never from the profile file): client text never carries them as such
+    specials: tuple[str, ...] = ()  # client text never carries these as such: the tokenizer
+    # contract's specials, and the guard adds the served added tokens (backend/added_tokens.py)
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -247,7 +250,7 @@ def check_layout(layout: Layout, where: str) -> None:
     """Types and ranges of the prompt techniques (also used for per-request overrides)."""
     ok = (isinstance(layout.guard_line, bool) and isinstance(layout.question_first, bool)
           and isinstance(layout.orders_as_reads, bool) and isinstance(layout.compact_json, bool)
-          and isinstance(layout.both_directions, bool)
+          and isinstance(layout.both_directions, bool) and isinstance(layout.option_sets, bool)
           and type(layout.repeat) is int and 1 <= layout.repeat <= MAX_REPEAT
           and type(layout.orders) is int and 1 <= layout.orders <= MAX_ORDERS
           and isinstance(layout.shrink, (int, float)) and 0 <= layout.shrink <= 1
@@ -255,6 +258,9 @@ def check_layout(layout: Layout, where: str) -> None:
     if not ok:
         raise ConfigError(f"{where}: layout needs booleans, repeat 1-{MAX_REPEAT}, orders "
                           f"1-{MAX_ORDERS}, shrink 0-1, state_selection one of {', '.join(STATE_SELECTIONS)}; got {layout}")
+    if layout.option_sets and (layout.repeat > 1 or layout.orders > 1):
+        raise ConfigError(f"{where}: option_sets lists a choice's options once, as a set; it "
+                          "takes repeat 1 and orders 1")
 
 
 def check_calibration(c: Calibration, where: str) -> None:

@@ -16,6 +16,7 @@ import logging
 import math
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 
 from . import body, config, kinds, metrics, openapi, telemetry, tryit
@@ -111,7 +112,11 @@ class Service:
                  "on" if pipe.facts.two_way else "off", f"; {refused}" if refused else "")
 
     def start(self, facts: probes.Facts) -> None:
-        """The decision core, with what start-up learnt about the engine."""
+        """The decision core, with what start-up learnt about the engine (and the profile the
+        guard proved: client text neutralised for the served tokenizer's added tokens too)."""
+        if facts.profile is not None:
+            self.settings = replace(self.settings, model=facts.profile)
+            self.profile = facts.profile
         self.pipeline = Pipeline(self.settings, self.engine, self.images, facts)
 
     def claim_body(self, hold: body_budget.Hold, headers, length: int) -> int:

@@ -146,9 +146,13 @@ def _collect(items: list, replies: dict) -> dict:
                 continue
             rec = metrics.record(item["task"], kind, answer, gold, id=item["id"], qid=qid,
                                  selection=cuts.get(qid))  # what a long state kept, if cut
+            if kind == "choice":  # the order the options were sent in (position_bias.py)
+                rec["listed"] = list(item["body"]["questions"][qid]["criteria"])
             if qid in rev_answers:
-                rec["reversed_top_key"] = metrics.top_key(
-                    metrics.answer_probabilities(kind, rev_answers[qid]))
+                rev_probabilities = metrics.answer_probabilities(kind, rev_answers[qid])
+                rec["reversed_top_key"] = metrics.top_key(rev_probabilities)
+                if kind == "choice":
+                    rec["reversed_probabilities"] = rev_probabilities
             records.append(rec)
     return {"records": records, "decisions": decisions, "errors": dict(errors),
             "error_samples": samples}

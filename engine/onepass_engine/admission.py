@@ -19,7 +19,7 @@ import json
 from vllm.exceptions import VLLMValidationError
 from vllm.sampling_params import SamplingParams
 
-from .flags import MODE_KEY, is_two_way, requested_two_way
+from .flags import MODE_KEY, SETS_KEY, is_two_way, requested_spans, requested_two_way
 
 
 def one_step_budget(scheduler_config) -> int:
@@ -45,32 +45,60 @@ def wrap_process_inputs(original):
             two_way = requested_two_way(params)
         except ValueError as e:
             raise VLLMValidationError(str(e), parameter=f"vllm_xargs.{MODE_KEY}") from None
-        if not two_way:
+        try:
+            spans = requested_spans(params)
+        except ValueError as e:
+            raise VLLMValidationError(str(e), parameter=f"vllm_xargs.{SETS_KEY}") from None
+        if not two_way and not spans:
             return original(self, request_id, prompt, params, *args, **kwargs)
+        what = "a two-way (bidirectional)" if two_way else "a set"
+        if spans and self.vllm_config.use_v2_model_runner:
+            raise VLLMValidationError("set reads run in vLLM's V1 model runner only; start vLLM "
+                                      "with VLLM_USE_V2_MODEL_RUNNER=0",
+                                      parameter=f"vllm_xargs.{SETS_KEY}")
         if params.min_tokens > 1:
-            raise VLLMValidationError("a two-way request returns exactly one token; "
+            raise VLLMValidationError(f"{what} request returns exactly one token; "
                                       "min_tokens must be 0 or 1", parameter="min_tokens")
         request = original(self, request_id, prompt, params, *args, **kwargs)
         num_tokens = (len(request.prompt_token_ids) if request.prompt_token_ids is not None
                       else len(request.prompt_embeds))
+        if spans and spans[-1][1] >= num_tokens:
+            raise VLLMValidationError(f"vllm_xargs.{SETS_KEY}: the spans must end before the "
+                                      f"prompt's last token ({num_tokens} tokens)",
+                                      parameter=f"vllm_xargs.{SETS_KEY}")
+        # Two-way: the whole prompt in one step; a set read: its spans and what follows them
+        # (the prefix before them is causal and may come in earlier steps or from the cache).
+        whole = num_tokens if two_way else num_tokens - spans[0][0]
         budget = one_step_budget(self.vllm_config.scheduler_config)
-        if num_tokens > budget:
+        if whole > budget:
             # The message is for people; clients read the refusal from `param`, which vLLM
             # passes through to the HTTP error body (error.param) as written.
             raise VLLMValidationError(
-                f"a two-way (bidirectional) request is prefilled whole in one step, and its "
-                f"prompt has {num_tokens} tokens, more than this server's one-step budget of "
-                f"{budget} (--max-num-batched-tokens); shorten the prompt or raise the budget",
-                parameter=over_budget(budget, num_tokens))
+                f"{what} request is prefilled in one step from "
+                f"{'its start' if two_way else 'its first span'}, {whole} tokens here, more "
+                f"than this server's one-step budget of {budget} (--max-num-batched-tokens); "
+                f"shorten the prompt or raise the budget",
+                parameter=over_budget(budget, whole))
         request.sampling_params.max_tokens = 1
-        request.sampling_params.skip_reading_prefix_cache = True
+        if two_way:
+            request.sampling_params.skip_reading_prefix_cache = True
         return request
     return process_inputs
 
 
+def one_step_from(request) -> int:
+    """Where the part of a flagged request that must run in one step begins: 0 for two-way,
+    the first span for a set read, -1 for neither."""
+    params = request.sampling_params
+    if is_two_way(params):
+        return 0
+    spans = requested_spans(params)
+    return spans[0][0] if spans else -1
+
+
 def wrap_mamba_split(original):
     def _mamba_block_aligned_split(self, request, num_new_tokens, *args, **kwargs):
-        if is_two_way(request.sampling_params):
+        if one_step_from(request) >= 0:
             # The cut exists to cache recurrent state at block edges; a two-way request
             # caches nothing and never decodes, so it runs uncut (or waits, below).
             return num_new_tokens
@@ -81,18 +109,45 @@ def wrap_mamba_split(original):
 def wrap_lookahead(original):
     def _reserve_prefill_lookahead(self, request, num_computed_tokens, num_new_tokens):
         granted = original(self, request, num_computed_tokens, num_new_tokens)
-        if (granted and is_two_way(request.sampling_params)
-                and num_computed_tokens + granted < request.num_tokens):
-            # Less than the whole prompt fits this step: wait (the scheduler stops the
-            # waiting scan on 0) rather than run part of it.
-            return 0
+        start = one_step_from(request) if granted else -1
+        if start >= 0 and start < num_computed_tokens + granted < request.num_tokens:
+            # The one-step part would be cut: run the prefix before it alone, or wait (the
+            # scheduler stops the waiting scan on 0) rather than run part of it.
+            return max(start - num_computed_tokens, 0)
         return granted
     return _reserve_prefill_lookahead
 
 
+def cached_up_to(request, block_size: int) -> int | None:
+    """The tokens of a flagged request its prefix-cache blocks may cover (None: any): none for
+    two-way, whole blocks before the first span for a set read (a block holding span tokens was
+    computed with their shared positions and mask, and must never stand for a causal one)."""
+    start = one_step_from(request)
+    return None if start < 0 else start // block_size * block_size
+
+
 def wrap_cache_blocks(original):
     def cache_blocks(self, request, num_computed_tokens):
-        if is_two_way(request.sampling_params):
-            return None  # two-way KV must never serve a causal (or another) request
-        return original(self, request, num_computed_tokens)
+        most = cached_up_to(request, self.scheduler_block_size)
+        if most is None:
+            return original(self, request, num_computed_tokens)
+        if most == 0:
+            return None  # nothing of it may serve a causal (or another) request
+        return original(self, request, min(num_computed_tokens, most))
     return cache_blocks
+
+
+def wrap_computed_blocks(original):
+    """A set read reads cached blocks only before its first span (its blocks after that were
+    never published, but a causal request of the same tokens may have published them)."""
+    def get_computed_blocks(self, request):
+        most = cached_up_to(request, self.coordinator.scheduler_block_size)
+        if most is None:
+            return original(self, request)
+        every = request.block_hashes
+        request.block_hashes = every[:most // self.coordinator.block_pool.hash_block_size]
+        try:
+            return original(self, request)
+        finally:
+            request.block_hashes = every
+    return get_computed_blocks

@@ -25,6 +25,8 @@ SIGNATURES = {
         "(self, request, num_computed_tokens, num_new_tokens)",
     ("vllm.v1.core.kv_cache_coordinator", "KVCacheCoordinator", "cache_blocks"):
         "(self, request, num_computed_tokens)",
+    ("vllm.v1.core.kv_cache_manager", "KVCacheManager", "get_computed_blocks"):
+        "(self, request)",
     ("vllm.v1.worker.utils", "AttentionGroup", "build_metadata"):
         "(self, common_attn_metadata, ubatch_idx=0, common_prefix_len=0, **kwargs)",
     ("vllm.v1.worker.utils", "AttentionGroup", "create_metadata_builders"):
@@ -36,6 +38,14 @@ SIGNATURES = {
         "num_reqs_padded=None, ubatch_slices=None, logits_indices=None, "
         "max_num_sampled_tokens=None, use_spec_decode=False, for_cudagraph_capture=False, "
         "num_scheduled_tokens=None, slot_mappings=None)",
+    ("vllm.v1.worker.gpu_model_runner", "GPUModelRunner", "_prepare_inputs"):
+        "(self, scheduler_output, num_scheduled_tokens)",
+    ("vllm.v1.attention.backends.cpu_attn", "CPUAttentionBackendImpl", "forward"):
+        "(self, layer, query, key, value, kv_cache, attn_metadata, output, output_scale=None, "
+        "output_block_scale=None)",
+    ("vllm.v1.attention.backends.triton_attn", "TritonAttentionImpl", "forward"):
+        "(self, layer, query, key, value, kv_cache, attn_metadata, output, output_scale=None, "
+        "output_block_scale=None)",
     ("vllm.v1.cudagraph_dispatcher", "CudagraphDispatcher", "dispatch"):
         "(self, num_tokens, uniform_decode=False, has_lora=False, num_active_loras=0, "
         "valid_modes=None, invalid_modes=None)",
@@ -67,6 +77,8 @@ FIELDS = {
     ("vllm.v1.worker.gpu.input_batch", "InputBatch"):
         ("req_ids", "num_reqs", "num_reqs_after_padding"),
     ("vllm.v1.worker.gpu.cudagraph_utils", "BatchExecutionDescriptor"): ("cg_mode",),
+    ("vllm.v1.worker.gpu_input_batch", "CachedRequestState"):
+        ("prompt_token_ids", "sampling_params"),
     ("vllm.v1.attention.backends.cpu_attn", "CPUAttentionMetadata"):
         ("num_actual_tokens", "max_query_len", "query_start_loc", "max_seq_len", "seq_lens",
          "block_table", "scheduler_metadata", "causal", "dynamic_causal"),

@@ -32,3 +32,32 @@ def is_two_way(params) -> bool:
     """Fast check on an admitted request (its value was validated at admission)."""
     extra = getattr(params, "extra_args", None)
     return bool(extra) and extra.get(MODE_KEY) in TWO_WAY
+
+
+SETS_KEY = "set_spans"
+MAX_SPANS = 255  # a choice's options at most (the wire contract's cap)
+
+
+def requested_spans(params) -> tuple[tuple[int, int], ...]:
+    """The parallel spans a request named ("s1:e1,s2:e2,...": prompt token ranges, each
+    starting where the one before ends), or () for none; raises ValueError for a malformed
+    value. A string, for the reason above."""
+    extra = getattr(params, "extra_args", None)
+    if not extra or SETS_KEY not in extra:
+        return ()
+    value = extra[SETS_KEY]
+    try:
+        spans = tuple(tuple(int(x) for x in part.split(":")) for part in value.split(","))
+    except (AttributeError, ValueError):
+        spans = ((),)
+    if not all(len(s) == 2 for s in spans):
+        raise ValueError(f"vllm_xargs.{SETS_KEY} must read \"start:end,start:end,...\" (prompt "
+                         f"token indices); got {str(value)[:80]!r}")
+    if not 2 <= len(spans) <= MAX_SPANS:
+        raise ValueError(f"vllm_xargs.{SETS_KEY} names {len(spans)} spans; 2 to {MAX_SPANS}")
+    if spans[0][0] < 1 or any(s >= e for s, e in spans) or any(
+            a[1] != b[0] for a, b in zip(spans, spans[1:])):
+        raise ValueError(f"vllm_xargs.{SETS_KEY}: each span must be non-empty, after the first "
+                         "token, and start where the one before it ends")
+    return spans
+

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import importlib
 
-from . import admission, invariant, rows
+from . import admission, invariant, rows, sets
 
 MARK = "__onepass_original__"
 
@@ -22,6 +22,8 @@ HOOKS = (
      admission.wrap_lookahead),
     ("vllm.v1.core.kv_cache_coordinator", "KVCacheCoordinator", "cache_blocks",
      admission.wrap_cache_blocks),
+    ("vllm.v1.core.kv_cache_manager", "KVCacheManager", "get_computed_blocks",
+     admission.wrap_computed_blocks),
     ("vllm.v1.worker.utils", "AttentionGroup", "build_metadata", rows.wrap_build_metadata),
     ("vllm.v1.worker.utils", "AttentionGroup", "create_metadata_builders",
      rows.wrap_create_metadata_builders),
@@ -30,6 +32,12 @@ HOOKS = (
      rows.wrap_execute_model),
     ("vllm.v1.worker.gpu_model_runner", "GPUModelRunner", "_build_attention_metadata",
      rows.wrap_build_attention_metadata_v1),
+    ("vllm.v1.worker.gpu_model_runner", "GPUModelRunner", "_prepare_inputs",
+     sets.wrap_prepare_inputs),
+    ("vllm.v1.attention.backends.cpu_attn", "CPUAttentionBackendImpl", "forward",
+     sets.wrap_forward(sets.gather_cpu)),
+    ("vllm.v1.attention.backends.triton_attn", "TritonAttentionImpl", "forward",
+     sets.wrap_forward(sets.gather_triton)),
     ("vllm.v1.cudagraph_dispatcher", "CudagraphDispatcher", "dispatch", rows.wrap_dispatch_v1),
     # V2 model runner (CUDA's default).
     ("vllm.v1.worker.gpu.model_runner", "GPUModelRunner", "execute_model",

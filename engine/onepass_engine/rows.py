@@ -21,6 +21,7 @@ import torch
 from vllm.config import CUDAGraphMode
 from vllm.v1.kv_cache_interface import FullAttentionSpec
 
+from . import sets
 from .flags import is_two_way
 
 # Backends whose kernels read one causal flag per row (checked in vLLM 0.32.0's sources).
@@ -74,6 +75,7 @@ def wrap_execute_model(original):
             return original(self, scheduler_output, *args, **kwargs)
         finally:
             STEP.flagged, STEP.causal = False, None
+            sets.STEP.requests = ()  # set by _prepare_inputs for this step only
     return execute_model
 
 

@@ -1,11 +1,10 @@
 """The vLLM client: reads, tokenization and model listing over pooled keep-alive connections.
 
 Owns: HTTP to vLLM (/v1/completions; /v1/chat/completions for reads with images, sent as data
-URLs in image parts where the user turn has its image slots; /tokenize, /v1/models), timeouts,
-the connection pool,
-turning vLLM failures into EngineUnavailable (503), EngineFailed (502) or a capacity 422,
-and counting reads and failures by kind at this boundary (telemetry; the start-up wait for vLLM
-to come up is not a failure).
+URLs in image parts where the user turn has its image slots; /tokenize, /tokenizer_info,
+/v1/models), timeouts, the connection pool, turning vLLM failures into EngineUnavailable (503),
+EngineFailed (502) or a capacity 422, and counting reads and failures by kind at this boundary
+(telemetry; the start-up wait for vLLM to come up is not a failure).
 Never: builds prompts or interprets probabilities beyond picking the label log-probs.
 In: Reads. Out: ReadResults, in the same order.
 """
@@ -23,18 +22,13 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
 from .. import telemetry
-from . import wire
+from . import refusals, set_read, wire
 from ..decision import TWO_WAY, Read, ReadResult
 from ..errors import EngineFailed, EngineUnavailable, InvalidRequest, OverBudget, Problem
 
 MAX_LOGPROB_TOKEN_IDS = 128  # vLLM 0.32's cap on logprob_token_ids per request
 IDLE_KEEPALIVE_S = 4.0  # uvicorn (vLLM) closes idle keep-alive connections after 5 s
 COUNT_CACHE = 50_000  # token counts kept (32-byte keys)
-# vLLM's own context-length refusals carry no machine code, so they are known by their words.
-CONTEXT_MARKERS = ("maximum context length", "maximum model length", "too many tokens")
-# The engine plugin's refusals are typed: the error's `param` is a JSON object with this key
-# naming the refusal (engine/onepass_engine/admission.py writes it).
-PLUGIN_ERROR_KEY, OVER_BUDGET = "onepass_error", "two_way_budget"
 
 
 class Engine:
@@ -56,6 +50,7 @@ class Engine:
                                         thread_name_prefix="engine")
         self._counts: dict[bytes, int] = {}  # sha256 of a text -> its token count
         self._counts_lock = threading.Lock()
+        self._heads = set_read.Heads()  # a set read's head ids, shared by a state's questions
         self.two_way_budget = None  # the plugin's one-step budget in tokens, learnt from its
         # first typed refusal (OverBudget); two-way reads are then fitted to it (reader.py)
 
@@ -115,16 +110,16 @@ class Engine:
         status, doc = self.call(method, path, body)
         if status == 200:
             return doc
-        message, refusal = _vllm_message(doc), _plugin_refusal(doc)
+        message, refusal = refusals.message(doc), refusals.plugin_refusal(doc)
         too_long = [Problem(("state",), "the prompt is longer than this server can read: "
                             f"{message}", "too_long")]
-        if status == 400 and refusal.get(PLUGIN_ERROR_KEY) == OVER_BUDGET:
+        if status == 400 and refusal.get(refusals.PLUGIN_ERROR_KEY) == refusals.OVER_BUDGET:
             telemetry.engine_error("two_way_budget")
             budget = int(refusal["budget_tokens"])
             if budget > 0 and not self.two_way_budget:  # learnt once, kept; no room at
                 self.two_way_budget = budget  # all (0) is no budget to fit to
             raise OverBudget(too_long, budget)
-        if status == 400 and any(m in message.lower() for m in CONTEXT_MARKERS):
+        if status == 400 and refusals.too_long(message):
             telemetry.engine_error("context_length")
             raise InvalidRequest(too_long)
         kind = EngineUnavailable if status in (503, 529) else EngineFailed
@@ -138,20 +133,31 @@ class Engine:
         prefix cache); the values are full-vocabulary log-softmax, so slices combine exactly."""
         ids = read.label_token_ids
         logprobs, counts = [], []
+        prompt = set_read.token_prompt(read, self._ids, self._heads) if read.spans else None
         for start in range(0, len(ids), MAX_LOGPROB_TOKEN_IDS):
             part = ids[start:start + MAX_LOGPROB_TOKEN_IDS]
-            values, tokens = self._read_slice(read, part)
+            values, tokens = self._read_slice(read, part, prompt)
             logprobs.extend(values)
             counts.append(tokens)
         return ReadResult(tuple(logprobs), *counts[0])  # the prompt counts once
 
-    def _read_slice(self, read: Read, ids) -> tuple[list[float], tuple[int, int]]:
+    def read_unset(self, read: Read) -> tuple[float, ...]:
+        """A set read's very token ids read without the set flag (the start-up probe's plain
+        read: the same tokens, so only the flag can make a difference)."""
+        ids, _ = set_read.token_prompt(read, self._ids, self._heads)
+        return tuple(self._read_slice(read, read.label_token_ids, (ids, ""))[0])
+
+    def _read_slice(self, read: Read, ids, prompt=None) -> tuple[list[float], tuple[int, int]]:
         """Label log-probs and (prompt, cached) token counts for one slice of ids; with
-        images, vLLM's prompt count includes their tokens."""
+        images, vLLM's prompt count includes their tokens. `prompt`: a set read's (token ids,
+        spans), from set_read."""
         body = {"model": self.model, "max_tokens": 1, "temperature": 0.0,
                 "logprob_token_ids": list(ids), "return_tokens_as_token_ids": True}
-        if read.attention_mode == TWO_WAY:  # the engine plugin's per-request flag (a string)
-            body["vllm_xargs"] = {"attention_mode": TWO_WAY}
+        xargs = {"attention_mode": TWO_WAY} if read.attention_mode == TWO_WAY else {}
+        if prompt is not None and prompt[1]:  # the engine plugin's per-request flags (strings)
+            xargs[set_read.SETS_KEY] = prompt[1]
+        if xargs:
+            body["vllm_xargs"] = xargs
         if read.images:  # the chat route runs the model's vision path
             body.update(messages=self._messages(read), logprobs=True)
             if read.assistant:  # the answer turn's start (a thought), continued, not closed
@@ -159,7 +165,8 @@ class Engine:
                 body.update(continue_final_message=True, add_generation_prompt=False)
             doc = self._checked("POST", "/v1/chat/completions", body)
         else:
-            body.update(prompt=read.prompt, logprobs=1, add_special_tokens=False)
+            body.update(prompt=read.prompt if prompt is None else prompt[0], logprobs=1,
+                        add_special_tokens=False)
             doc = self._checked("POST", "/v1/completions", body)
         try:
             if read.images:
@@ -236,6 +243,9 @@ class Engine:
     def tokenize(self, **body) -> list[int]:
         return self._checked("POST", "/tokenize", {"model": self.model, **body})["tokens"]
 
+    def _ids(self, text: str) -> list[int]:
+        return self.tokenize(prompt=text, add_special_tokens=False)
+
     def count(self, texts: list[str]) -> list[int]:
         """Token counts (no special tokens), the missing ones tokenized concurrently; texts seen
         before (a state's parts, asked about by several questions) come from a bounded cache."""
@@ -269,30 +279,14 @@ class Engine:
         """vLLM's model cards: `id` and `max_model_len` among others."""
         return self._checked("GET", "/v1/models").get("data", [])
 
+    def tokenizer_info(self) -> tuple[int, dict]:
+        """vLLM's /tokenizer_info as (status, document): 200 with its tokenizer's init kwargs,
+        404 when vLLM was started without --enable-tokenizer-info-endpoint. Read once at start-up
+        (added_tokens.py decides what an answer means), so no status is an engine error here."""
+        return self.call("GET", "/tokenizer_info")
+
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
         while not self._idle.empty():
             self._idle.get_nowait()[0].close()
 
-
-def _vllm_message(doc: dict) -> str:
-    err = doc.get("error") if isinstance(doc, dict) else None
-    if isinstance(err, dict):
-        return str(err.get("message", ""))[:500]
-    return str(doc)[:500]
-
-
-def _plugin_refusal(doc: dict) -> dict:
-    """The engine plugin's typed refusal: vLLM passes the error's `param` through, and the
-    plugin writes a JSON object there ({} for any other error)."""
-    err = doc.get("error") if isinstance(doc, dict) else None
-    param = err.get("param") if isinstance(err, dict) else None
-    if not isinstance(param, str) or not param.startswith("{"):
-        return {}
-    try:
-        refusal = json.loads(param)
-    except ValueError:
-        return {}
-    if not isinstance(refusal, dict) or type(refusal.get("budget_tokens")) is not int:
-        return {}
-    return refusal

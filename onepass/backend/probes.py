@@ -1,7 +1,8 @@
 """Start-up guard: prove that vLLM serves what the profile describes before any answer.
 
 Owns: the checks run once at start-up (served model name, tokenizer contract, the special
-tokens neutralised in client text and their neutral spelling, chat template
+tokens neutralised in client text, the served tokenizer's added tokens among them
+(added_tokens.py), and their neutral spelling, chat template
 equivalence, single-token labels at the answer slot, label log-probs at full precision, whether
 two-way reading is live and matches the profile's reference answers, whether vLLM constrains a
 generation) and the engine Facts they yield.
@@ -12,11 +13,12 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .. import kinds
 from ..decision import CAUSAL, CHOICE, NOUL, TWO_WAY, Decision, Option, Question
+from . import added_tokens, set_probe
 from .engine import Engine
 from .generation import structured_engine
 from ..prompt import neutral
@@ -42,14 +44,20 @@ class Facts:
     two_way: bool  # the engine plugin reads two-way
     structured: str  # "" when vLLM constrains a generation, else why not (box and number
     # questions are then refused with it)
+    profile: Profile | None = None  # the profile as the guard proved it, the served
+    # tokenizer's added tokens among its specials (None: the settings' own, no guard run)
+    sets: bool = False  # the engine plugin reads a choice's options as a set (option_sets)
 
 
 def learn(engine: Engine, settings, root: Path) -> Facts:
     """Every start-up check, in order; Facts when all pass (GuardFailed, or the engine's
     errors, when one does not)."""
-    labels, max_len = run_guard(engine, settings.model, root)
-    return Facts(labels, max_len, two_way_live(engine, settings.model, labels),
-                 structured_engine(engine, settings))
+    labels, max_len, profile = run_guard(engine, settings.model, root)
+    sets, problem = set_probe.sets_live(engine, profile, labels)
+    if problem:
+        raise GuardFailed(problem)
+    return Facts(labels, max_len, two_way_live(engine, profile, labels),
+                 structured_engine(engine, settings), profile, sets)
 
 
 def check_served_model(engine: Engine, profile: Profile) -> int:
@@ -74,11 +82,14 @@ def check_tokenizer_contract(engine: Engine, path: Path) -> dict:
     return contract.get("specials") or {}
 
 
-def check_specials(engine: Engine, profile: Profile, contract: dict) -> None:
+def check_specials(engine: Engine, profile: Profile, contract: dict,
+                   served: dict | None = None) -> None:
     """Client text is text (prompt/neutral.py), proven through vLLM's tokenizer: each special of
-    the contract is its one id; each other string neutralised (a chat-template marker, an image
-    token) that is one token adds its id; and the neutral spelling of all of them, written
-    together, gives none of those ids. Strings go SPECIALS_PER_CALL to a /tokenize call."""
+    the contract is its one id; each added token /tokenizer_info listed (`served`, text -> id:
+    the served tokenizer's own) adds its id; each other string neutralised (a chat-template
+    marker, an image token) that is one token adds its id; and the neutral spelling of all of
+    them, written together, gives none of those ids. Strings go SPECIALS_PER_CALL to a
+    /tokenize call."""
     def one(text: str) -> list[int]:
         return engine.tokenize(prompt=text, add_special_tokens=False)
 
@@ -98,7 +109,9 @@ def check_specials(engine: Engine, profile: Profile, contract: dict) -> None:
         raise GuardFailed(str(e)) from None
     listed = [s for s in found if s in contract]
     special = {i for ids in engine.map(ids_of, _batches(listed)) for i in ids}
-    others = [s for s in found if s not in contract]
+    served = served or {}
+    special |= {served[s] for s in found if s in served}
+    others = [s for s in found if s not in contract and s not in served]
     special |= {ids[0] for ids in engine.map(one, others) if len(ids) == 1}
     spelled = [neutral.neutral("".join(batch), profile) for batch in _batches(found)]
     leaked = {i for ids in engine.map(one, spelled) for i in ids if i in special}
@@ -243,19 +256,23 @@ def check_full_precision(engine: Engine, profile: Profile, labels: LabelSet) -> 
                           "profile's head_dtype to \"model\" with a measurement")
 
 
-def run_guard(engine: Engine, profile: Profile, root: Path) -> tuple[LabelSet, int]:
-    """The verified labels and the context length to fit prompts into."""
+def run_guard(engine: Engine, profile: Profile, root: Path) -> tuple[LabelSet, int, Profile]:
+    """The verified labels, the context length to fit prompts into, and the profile with the
+    served tokenizer's added tokens among its specials (the one to serve)."""
     max_len = check_served_model(engine, profile)
     contract = {}
     if profile.tokenizer_contract:
         contract = check_tokenizer_contract(engine, root / profile.tokenizer_contract)
     else:  # the chat-template and label checks below still run through the model's tokenizer
         log.warning("profile has no tokenizer contract yet: write one with "
-                    "tools/models/tokenizer_contract.py; tokenizer drift is not checked, and "
-                    "client text is neutralised only for the special tokens the profile "
-                    "itself writes (chat-template markers, image tokens)")
-    check_specials(engine, profile, contract)
+                    "tools/models/tokenizer_contract.py; tokenizer drift is not checked")
+    try:  # client text is text for every added token vLLM's tokenizer has (fail closed)
+        served = added_tokens.served(engine, profile)
+    except ValueError as e:
+        raise GuardFailed(str(e)) from None
+    profile = replace(profile, specials=tuple(dict.fromkeys((*profile.specials, *served))))
+    check_specials(engine, profile, contract, served)
     check_chat_template(engine, profile)
     labels = verified_labels(engine, profile)
     check_full_precision(engine, profile, labels)
-    return labels, max_len
+    return labels, max_len, profile

@@ -101,6 +101,11 @@ class Kind:
         """(lines, label pairs, option_of_label, order_of_label) per read of the question."""
         raise NotImplementedError
 
+    def parallel_lines(self, q: Question, opts) -> int:
+        """How many lines before the reply line are read as a set (layout option_sets): none
+        by default."""
+        return 0
+
     def calibrate(self, probs: list[float], calibration) -> list[float]:
         """The kind's own step after the shared readout (none by default)."""
         return probs

@@ -62,6 +62,10 @@ class Choice(Kind):
         if n > len(usable):  # the adapter checks this too; keep layout safe
             raise InvalidRequest([Problem(("questions",), "this server accepts at most "
                                           f"{len(usable)} options per choice", "too_long")])
+        if opts.option_sets:  # labels bound by key: any listing of the options reads the same
+            canonical = tuple(sorted(range(n), key=lambda i: (q.options[i].key,
+                                                           q.options[i].text or "")))
+            return [_read(q, [(usable[:n], canonical)], 0)]
         k = min(opts.orders, n)  # n orders: each option once in each position
         rotations = [_rotation(n, j, k) for j in range(k)]
         directions = [rotations]
@@ -74,6 +78,9 @@ class Choice(Kind):
         copies = min(k, len(usable) // n)  # each copy needs labels of its own
         return [_read(q, [(usable[j * n:(j + 1) * n], orders[j]) for j in range(copies)],
                       None) for orders in directions]
+
+    def parallel_lines(self, q, opts) -> int:
+        return len(q.options) if opts.option_sets else 0
 
     def answer(self, probs, question):
         """The most probable option; a tie goes to the smallest option key, never to the

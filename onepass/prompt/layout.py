@@ -19,7 +19,7 @@ import json
 
 from .. import kinds
 from ..decision import MAX_STATE_BYTES, Decision, Question, Read, compact_json
-from ..errors import PayloadTooLarge
+from ..errors import InvalidRequest, PayloadTooLarge, Problem
 from ..profile import Layout, Profile
 from .neutral import neutral
 
@@ -150,22 +150,29 @@ class Frame:
         decision, profile, opts, q = self.decision, self.profile, self.opts, self.q
         state = (self.shown_state if state_text is self.state_text
                  else shown_state(state_text, profile))
-        reads = []
-        for lines, pairs, option_of_label, order_of_label in kinds.get(q.kind).listings(
-                q, self.labels, opts):
+        reads, kind = [], kinds.get(q.kind)
+        parallel = kind.parallel_lines(q, opts)
+        if parallel and decision.images:  # image reads go by chat turns, not token ids
+            raise InvalidRequest([Problem(("kwargs", "layout", "option_sets"), "option_sets "
+                                          "reads text alone; send it without images",
+                                          "value_error")])
+        for lines, pairs, option_of_label, order_of_label in kind.listings(q, self.labels, opts):
             # instructions, option names and descriptions, levels: the kinds write them in
             lines = [neutral(line, profile) for line in lines]
             user = _user(self.shown + state, lines, opts)
             chat = (self.system, user) if decision.images else ()
             prompt = wrap_chat(profile, self.system, user, bool(q.assistant)) + q.assistant
-            head = 0 if opts.question_first else (_user_start(profile, self.system)
-                                                  + len(_record(self.shown + state)))
+            user_at = _user_start(profile, self.system)
+            head = 0 if opts.question_first else user_at + len(_record(self.shown + state))
+            block = user_at if opts.question_first else head + 2  # the question's first line
+            spans = set_spans(prompt, block, lines[:-1], parallel) if parallel else ()
             reads.append(Read(prompt=prompt, head_chars=head,
                               label_token_ids=tuple(tid for _, tid in pairs),
                               option_of_label=option_of_label, order_of_label=order_of_label,
                               question=self.i, attention_mode=decision.attention_mode,
                               whole_tokens=whole_tokens, chat=chat, assistant=q.assistant,
-                              images=tuple(decision.images) * opts.repeat if chat else ()))
+                              images=tuple(decision.images) * opts.repeat if chat else (),
+                              spans=spans))
         return reads
 
     def longest(self, reads: list[Read]) -> int:
@@ -189,6 +196,19 @@ class Frame:
         if self._bare is None:
             self._bare = self.render("")
         return self._bare
+
+
+def set_spans(prompt: str, at: int, question: list[str], parallel: int) -> tuple:
+    """The character ranges of the question's last `parallel` lines (the options), each with
+    its newline, counted from `at`, where the layout wrote the question's first line (so the
+    client's text can never place them)."""
+    at += sum(len(line) + 1 for line in question[:len(question) - parallel])
+    spans = []
+    for line in question[len(question) - parallel:]:
+        assert prompt[at:at + len(line) + 1] == line + "\n", "the layout moved the options"
+        spans.append((at, at + len(line) + 1))
+        at += len(line) + 1
+    return tuple(spans)
 
 
 def _user_start(profile: Profile, system: str) -> int:

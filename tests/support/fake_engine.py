@@ -4,8 +4,10 @@ failure injection (an engine that fails with 5xx, or answers slowly). Never used
 answer says: its log-probs are a hash of the prompt.
 
 It answers what the shim asks (onepass/backend/engine.py, onepass/backend/probes.py): /v1/models (the profile's
-served name and context), /tokenize (a word-level tokenizer; the tokenizer contract's probe texts
-and each of its special tokens alone give the contract's ids; chat messages are rendered with
+served name and context), /tokenizer_info (its added tokens, id -> text as vLLM 0.32 writes them:
+the contract's specials and `added`; a 404 with `tokenizer_info=False`, as vLLM started without
+--enable-tokenizer-info-endpoint), /tokenize (a word-level tokenizer; the tokenizer contract's
+probe texts and each added token alone give their ids; chat messages are rendered with
 the profile's template, so the start-up guard passes), /v1/completions with `logprob_token_ids` (over the context: vLLM's 400), and
 /v1/chat/completions for image reads (a vision profile: `profile="idefics3-tiny"`).
 """
@@ -24,14 +26,17 @@ PIECE = re.compile(r"\w+|\s+|[^\w\s]")
 
 
 class Vocabulary:
-    def __init__(self, profile):
+    def __init__(self, profile, added=None):
         self.profile, self.ids, self.lock = profile, {}, threading.Lock()
         contract = profile.tokenizer_contract
         doc = json.loads((ROOT / contract).read_text()) if contract else {}
         self.fixed = {p["text"]: p["ids"] for p in doc.get("probes", [])}
-        self.fixed.update({s: [i] for s, i in doc.get("specials", {}).items()})
+        self.added = {**doc.get("specials", {}), **(added or {})}  # text -> id
+        self.fixed.update({s: [i] for s, i in self.added.items()})
 
-    def tokenize(self, text: str) -> list[int]:
+    def tokenize(self, text) -> list[int]:
+        if isinstance(text, list):  # a prompt sent as token ids (a set read)
+            return text
         if text in self.fixed:
             return self.fixed[text]
         with self.lock:
@@ -47,13 +52,16 @@ class Vocabulary:
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True  # headers and body are two writes: no delayed-ACK stall
-    mode, delay_s, vocab = "answer", 0.0, None  # set per server by FakeEngine
+    mode, delay_s, vocab, tokenizer_info = "answer", 0.0, None, True  # set by FakeEngine
 
     def do_GET(self):
         if self.path.endswith("/v1/models"):
             p = self.vocab.profile
             return self.reply(200, {"data": [{"id": p.served_model_name,
                                               "max_model_len": p.max_model_len}]})
+        if self.path.endswith("/tokenizer_info") and self.tokenizer_info:
+            return self.reply(200, {"tokenizer_class": "FakeTokenizer", "added_tokens_decoder": {
+                str(i): s for s, i in self.vocab.added.items()}})
         self.reply(404, {"error": {"message": "no such route"}})
 
     def do_POST(self):
@@ -77,7 +85,9 @@ class Handler(BaseHTTPRequestHandler):
         if n + body.get("max_tokens", 1) > limit:
             return self.reply(400, {"error": {"message": f"This model's maximum context length "
                                               f"is {limit} tokens; the prompt has {n}"}})
-        seed = hashlib.sha256(body["prompt"].encode()).digest()
+        prompt = body["prompt"]
+        seed = hashlib.sha256(prompt.encode() if isinstance(prompt, str)
+                              else json.dumps(prompt).encode()).digest()
         top = {f"token_id:{t}": -((seed[t % 32] + t) % 700) / 100 - 0.01
                for t in body.get("logprob_token_ids", ())}  # none: the shim's head prefill
         self.reply(200, {"choices": [{"logprobs": {"top_logprobs": [top]}}],
@@ -116,13 +126,16 @@ class Listening(ThreadingHTTPServer):
 
 class FakeEngine:
     """mode: "answer" (default) or "5xx"; delay_s: each POST waits this long first; port: 0 for
-    any free one, or a given one (a vLLM that comes up where the shim already waits)."""
+    any free one, or a given one (a vLLM that comes up where the shim already waits);
+    tokenizer_info: False answers /tokenizer_info with a 404; added: more added tokens (text ->
+    id) beside the contract's specials."""
 
     def __init__(self, mode: str = "answer", delay_s: float = 0.0, profile: str = "",
-                 port: int = 0):
+                 port: int = 0, tokenizer_info: bool = True, added: dict | None = None):
         _, prof = config.load_profile(str(ROOT / "serve_config.json"), profile)
         handler = type("FakeHandler", (Handler,), {"mode": mode, "delay_s": delay_s,
-                                                   "vocab": Vocabulary(prof)})
+                                                   "vocab": Vocabulary(prof, added),
+                                                   "tokenizer_info": tokenizer_info})
         self.server = Listening(("127.0.0.1", port), handler)
         self.server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"

@@ -74,6 +74,36 @@ def next_token_logprobs(
     return [float(logprobs[i]) for i in label_ids]
 
 
+def set_read_logprobs(model_dir: str, token_ids: list[int], spans, label_ids: list[int],
+                      two_way: bool = False, dtype: str = "float32") -> list[float]:
+    """Set-Based Prompting written out as HF inputs, independently of the engine plugin: every
+    span's tokens at positions from the first span's start, what follows after the longest
+    span; a span sees the text before the spans and itself (causally, or whole when two-way),
+    what follows sees everything (causally, or whole), and the text before the spans sees
+    itself (causally, or whole)."""
+    model = load_model(os.path.expanduser(str(model_dir)), dtype)
+    n, first, end = len(token_ids), spans[0][0], spans[-1][1]
+    longest = max(e - s for s, e in spans)
+    part = [-1] * first + [j for j, (s, e) in enumerate(spans) for _ in range(s, e)] \
+        + [len(spans)] * (n - end)  # -1: before the spans; len(spans): after them
+    pos = list(range(first)) + [first + t - s for s, e in spans for t in range(s, e)] \
+        + [first + longest + t for t in range(n - end)]
+    see = torch.zeros(n, n, dtype=torch.bool)
+    for q in range(n):
+        for k in range(n):
+            same = part[q] == part[k]
+            if k > q and not (two_way and same):
+                continue
+            see[q, k] = (same or part[k] == -1 or part[q] == len(spans))
+    mask = torch.zeros(1, 1, n, n, dtype=model.dtype).masked_fill(~see, torch.finfo(
+        model.dtype).min)
+    with torch.inference_mode():
+        out = model(input_ids=torch.tensor([token_ids]), attention_mask=mask,
+                    position_ids=torch.tensor([pos]), use_cache=False)
+    logprobs = torch.log_softmax(out.logits[0, -1].float(), dim=-1)
+    return [float(logprobs[i]) for i in label_ids]
+
+
 def max_abs_logit(model_dir: str, token_ids: list[int], dtype: str = "float32") -> float:
     """The largest |logit| at the last position of a causal read (sets the bf16 step size)."""
     model = load_model(os.path.expanduser(str(model_dir)), dtype)

@@ -1,0 +1,64 @@
+"""The start-up proof that vLLM reads a choice's options as a set (layout option_sets): the
+engine plugin's set read, checked through the engine itself.
+
+Owns: the probe (a choice of four options laid out as a request would be, read with its spans
+in the canonical order and in the reverse order, and its tokens read without the flag) and its
+verdict: live when both set reads give byte-identical label log-probs and differ from the
+unflagged read; otherwise off (stock vLLM ignores the flag; a model whose attention the plugin
+cannot recompute reads them inexactly), and a profile that needs them does not start.
+Never: decides a request's layout (pipeline.py refuses option_sets when the probe did not pass).
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import replace
+
+from ..decision import CHOICE, Decision, Option, Question
+from ..prompt.layout import layout
+
+log = logging.getLogger("onepass")
+STATE = "Ticket 4471: the customer was charged twice this month and asks for one charge back."
+QUESTION = Question(CHOICE, "Which team should handle this ticket?", (
+    Option("billing", "Payments, charges and refunds"), Option("tech", "Bugs and outages"),
+    Option("sales", "Pricing and upgrades"), Option("legal", None)))
+MIN_SHIFT = 1e-3  # nats: a set read moves the labels by far more than reruns (same bits)
+
+
+def probe_read(profile, labels):
+    """The probe laid out with option_sets, exactly as a request would be."""
+    sets = replace(profile.layout, option_sets=True, orders=1, repeat=1)
+    return layout(Decision("probe", STATE, (QUESTION,), layout=sets), profile, labels)[0]
+
+
+def reversed_spans(read):
+    """The same read with its spans' texts in the reverse order (each label stays in its own
+    line, so the label-to-option binding travels with the text)."""
+    first, end = read.spans[0][0], read.spans[-1][1]
+    texts = [read.prompt[a:b] for a, b in read.spans][::-1]
+    spans, at = [], first
+    for text in texts:
+        spans.append((at, at + len(text)))
+        at += len(text)
+    return replace(read, prompt=read.prompt[:first] + "".join(texts) + read.prompt[end:],
+                   spans=tuple(spans))
+
+
+def sets_live(engine, profile, labels) -> tuple[bool, str]:
+    """(live, problem): live when vLLM reads option sets, order-exact; a problem (the guard
+    refuses to start) only when the profile needs option_sets and they are not read so."""
+    read = probe_read(profile, labels)
+    canonical, backwards = engine.map(engine.read, [read, reversed_spans(read)])
+    plain = engine.read_unset(read)
+    moved = max(abs(a - b) for a, b in zip(canonical.label_logprobs, plain)) > MIN_SHIFT
+    exact = canonical.label_logprobs == backwards.label_logprobs
+    if moved and exact:
+        return True, ""
+    why = (f"the engine's set read depends on the options' order ({canonical.label_logprobs} "
+           f"in one order, {backwards.label_logprobs} in the reverse): this model's attention "
+           "is one the plugin cannot read as a set" if moved else
+           "vLLM answers a set read exactly like a plain one: the onepass engine plugin is "
+           "not loaded (see serve.sh and engine/)")
+    if profile.layout.option_sets:
+        return False, f"this profile reads choices as option sets (layout option_sets), but {why}"
+    log.warning("option sets are off on this server: %s", why)
+    return False, ""

@@ -1,0 +1,170 @@
+"""Set reads (options in parallel, engine/onepass_engine/sets.py) against the session's real
+vLLM, and option sets through the shim: every order of the spans reads the same bits; the read
+equals an HF reference written out independently (positions and a 4D mask); a set read and a
+causal one differ; two-way composes; the prefix cache is shared before the spans and never
+after; malformed spans are refused. Through the shim, on the dtype serve.sh ships here: every
+tried order of up to 6 options gives byte-identical answers on both APIs."""
+import itertools
+import random
+
+import pytest
+
+from tests.support import hf_reference
+from tests.support.engine_calls import cached_tokens, label_logprobs, tokenize, unique
+from tests.support.json_http import request
+from tests.support.live_stack import SMOLLM2
+
+MODEL = "smollm2-135m-instruct"
+HEAD = ("<|im_start|>system\nYou sort support tickets.<|im_end|>\n<|im_start|>user\nRecord:\n"
+        "I was charged twice for my plan this month and the app also crashes on start."
+        " Please fix both.\n\nQuestion: Which team should handle this ticket first?\nOptions:\n")
+OPTIONS = ["A. billing: Payments and refunds\n", "B. sales\n", "C. tech: Bugs and outages\n",
+           "D. legal: Contracts\n"]
+TAIL = "Reply with the label of the best option only.<|im_end|>\n<|im_start|>assistant\n"
+TWO_WAY = "bidirectional"
+
+
+def ids_and_spans(url, order, head=HEAD):
+    ids, spans = list(tokenize(url, head)), []
+    for i in order:
+        piece = tokenize(url, OPTIONS[i])
+        spans.append((len(ids), len(ids) + len(piece)))
+        ids += piece
+    return ids + tokenize(url, TAIL), spans
+
+
+def labels(url):
+    return [tokenize(url, c)[0] for c in "ABCD"]
+
+
+def read(url, ids, spans=None, mode=None):
+    xargs = {}
+    if spans:
+        xargs["set_spans"] = ",".join(f"{a}:{b}" for a, b in spans)
+    if mode:
+        xargs["attention_mode"] = mode
+    body = {"model": MODEL, "prompt": ids, "max_tokens": 1, "temperature": 0.0, "logprobs": 1,
+            "logprob_token_ids": labels(url), "return_tokens_as_token_ids": True,
+            **({"vllm_xargs": xargs} if xargs else {})}
+    return request(url, "POST", "/v1/completions", body)
+
+
+def ok(response) -> dict:
+    status, _, doc = response
+    assert status == 200, doc
+    return doc
+
+
+@pytest.mark.parametrize("mode", [None, TWO_WAY])
+def test_every_order_of_the_spans_reads_the_same_bits(stack, mode):
+    """24 orders of 4 spans: one result, to the bit; and not the causal read of those tokens."""
+    url = stack.vllm_url
+    got = {}
+    for order in itertools.permutations(range(4)):
+        ids, spans = ids_and_spans(url, order)
+        got[order] = tuple(label_logprobs(ok(read(url, ids, spans, mode)), labels(url)))
+    assert len(set(got.values())) == 1, got
+    ids, _ = ids_and_spans(url, range(4))
+    causal = label_logprobs(ok(read(url, ids, None, mode)), labels(url))
+    assert max(abs(a - b) for a, b in zip(got[(0, 1, 2, 3)], causal)) > 0.05
+
+
+@pytest.mark.parametrize("mode", [None, TWO_WAY])
+def test_a_set_read_equals_hf_with_its_positions_and_mask(stack, mode):
+    """The set read against HF transformers given the shared positions and the set mask as a
+    4D mask (tests/support/hf_reference.py), in fp32: within 1e-4 nats, as two-way is."""
+    url = stack.vllm_url
+    ids, spans = ids_and_spans(url, (2, 0, 3, 1))
+    got = label_logprobs(ok(read(url, ids, spans, mode)), labels(url))
+    ref = hf_reference.set_read_logprobs(str(SMOLLM2), ids, spans, labels(url),
+                                         two_way=mode == TWO_WAY)
+    assert max(abs(a - b) for a, b in zip(got, ref)) <= 1e-4, (got, ref)
+
+
+def test_the_prefix_cache_is_shared_before_the_spans_only(stack):
+    """A set read publishes and reads whole blocks before its first span only (block 32 here):
+    after a causal read of the same tokens published every block, the set read still computes
+    its spans, and reads the bits it read cold."""
+    url = stack.vllm_url
+    head = unique(HEAD) + "Ticket notes: " + "the customer called twice; " * 12 + "\n"
+    ids, spans = ids_and_spans(url, (1, 3, 0, 2), head)
+    first = spans[0][0]
+    assert first > 64
+    cold = ok(read(url, ids, spans))
+    assert cached_tokens(cold) == 0
+    causal = ok(read(url, ids))
+    assert cached_tokens(causal) == first // 32 * 32  # only the set read's prefix blocks
+    warm = ok(read(url, ids, spans))
+    assert cached_tokens(warm) == first // 32 * 32  # the causal span blocks were not read
+    assert label_logprobs(warm, labels(url)) == label_logprobs(cold, labels(url))
+
+
+@pytest.mark.parametrize("spans", ["1:2", "5:9,10:12", "5:9,9:9", "x", "0:3,3:5"])
+def test_malformed_spans_are_a_400(stack, spans):
+    ids, _ = ids_and_spans(stack.vllm_url, range(4))
+    body = {"model": MODEL, "prompt": ids, "max_tokens": 1, "vllm_xargs": {"set_spans": spans}}
+    status, _, doc = request(stack.vllm_url, "POST", "/v1/completions", body)
+    assert status == 400 and "set_spans" in doc["error"]["message"], doc
+
+
+def test_spans_reaching_the_last_token_are_a_400(stack):
+    ids, _ = ids_and_spans(stack.vllm_url, range(4))
+    body = {"model": MODEL, "prompt": ids, "max_tokens": 1,
+            "vllm_xargs": {"set_spans": f"3:5,5:{len(ids)}"}}
+    status, _, doc = request(stack.vllm_url, "POST", "/v1/completions", body)
+    assert status == 400 and "last token" in doc["error"]["message"], doc
+
+
+# -- through the shim -----------------------------------------------------------------------
+TEAMS = {"billing": "Payments and refunds", "tech": "Bugs and outages", "sales": None,
+         "legal": "Contracts and disputes", "ops": "Deliveries", "hr": None}
+STATE = "I was charged twice for my plan and the app crashes when I open it. Please help."
+SETS = {"layout": {"option_sets": True}}
+
+
+def systemone(stack, keys, kwargs=SETS):
+    body = {"model": "jev-latest", "state": STATE, "kwargs": kwargs, "questions": {
+        "team": {"type": "choice", "instructions": "Which team should handle this?",
+                 "criteria": {k: TEAMS[k] for k in keys}}}}
+    status, _, doc = stack.request("POST", "/v1/systemone", body)
+    assert status == 200, doc
+    return doc["answers"]["team"]
+
+
+def decisions(stack, keys):
+    body = {"model": "jev-latest", "input": STATE, "kwargs": SETS, "questions": [
+        {"type": "choice", "name": "team", "instructions": "Which team should handle this?",
+         "choices": [{"value": k, **({"description": TEAMS[k]} if TEAMS[k] else {})}
+                     for k in keys]}]}
+    status, _, doc = stack.request("POST", "/v1/decisions", body)
+    assert status == 200, doc
+    return doc["answers"][0]
+
+
+def orders(keys, sample: int):
+    every = list(itertools.permutations(keys))
+    return every if len(every) <= sample else random.Random(46).sample(every, sample)
+
+
+def test_permuted_options_get_byte_identical_answers_on_both_apis(shipped):
+    """Options 2 to 6, every order up to 4 options and 12 orders of 5 and 6: one answer per
+    key, to the bit, on /v1/systemone and /v1/decisions, in the dtype serve.sh ships here."""
+    stack, _ = shipped
+    keys = list(TEAMS)
+    for n in range(2, 7):
+        seen, seen_d = set(), set()
+        for order in orders(keys[:n], 12):
+            a = systemone(stack, order)
+            seen.add((a["choice"], tuple(sorted(a["probabilities"].items()))))
+            d = decisions(stack, order)
+            seen_d.add((d["choice"], tuple(sorted((p["value"], p["probability"])
+                                                  for p in d["probabilities"]))))
+        assert len(seen) == 1, (n, seen)
+        assert len(seen_d) == 1, (n, seen_d)
+
+
+def test_option_sets_answer_otherwise_than_the_plain_listing(shipped):
+    stack, _ = shipped
+    sets = systemone(stack, list(TEAMS)[:4])["probabilities"]
+    plain = systemone(stack, list(TEAMS)[:4], {})["probabilities"]
+    assert max(abs(sets[k] - plain[k]) for k in sets) > 1e-3, (sets, plain)
