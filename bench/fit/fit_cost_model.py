@@ -23,6 +23,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench" / "lib"))
+import shim_auth  # noqa: E402
 from onepass import config  # noqa: E402
 from onepass.backend.warmup import png  # noqa: E402
 
@@ -32,8 +34,7 @@ RUN = time.time_ns()
 
 
 def post(url: str, body: dict) -> tuple[float, dict]:
-    req = urllib.request.Request(url, json.dumps(body).encode(),
-                                 {"Content-Type": "application/json"})
+    req = urllib.request.Request(url, json.dumps(body).encode(), shim_auth.headers())
     t = time.perf_counter()
     with urllib.request.urlopen(req, timeout=600) as r:
         doc = json.loads(r.read())

@@ -2,7 +2,7 @@
 
 Usage: .venv/bin/python bench/fit/fit_prior.py --url http://127.0.0.1:8741 [--data PATH ...]
        [--limit N] [--profile NAME] [--config serve_config.json] [--write] [--json OUT]
-       [--fit-only]
+       [--fit-only] [--layout JSON]
 A small model answers largely by position (SmolLM2 mostly says B). Reading every order costs a
 read per order; this measures the model's average preference for each listing position instead
 and takes it off every answer, at no cost per request (PriDe, Zheng et al. 2023: estimate the
@@ -13,7 +13,8 @@ position (no gold labels used); one temperature per kind fitted on the debiased 
 (fit_calibration.fit_exponent); then the eval split read through the server untempered and with
 the fit (kwargs.calibration), every choice also reversed, and the before/after table. With --write,
 the profile's calibration block. --fit-only skips the eval reads (bench/measure/evaluate.py then
-reads the eval half with the fit: --extra '{"kwargs": {"calibration": <the fit>}}').
+reads the eval half with the fit: --extra '{"kwargs": {"calibration": <the fit>}}'). --layout
+sends a request layout (kwargs.layout, e.g. '{"option_sets": true}') with every read, fit and eval.
 Never restarts the server.
 """
 import datetime
@@ -78,13 +79,16 @@ def main(argv=None) -> int:
     parser.add_argument("--write", action="store_true", help="write the fit into the profile")
     parser.add_argument("--json", help="write the fit and both eval rows here")
     parser.add_argument("--fit-only", action="store_true", help="fit, then stop (no eval reads)")
+    parser.add_argument("--layout", type=json.loads, default={},
+                        help="a request layout sent with every read (kwargs.layout)")
     args = parser.parse_args(argv)
     path, config, name = fit_calibration.read_profile(parser, args)
-    layout = config["profiles"][name]["layout"]
+    layout = {**config["profiles"][name]["layout"], **args.layout}
     if layout.get("orders", 1) != 1:
         parser.error("the prior is per listing position: fit it for a layout with orders 1")
     items = devdata.load(args.data)
-    untempered = {"kwargs": {"calibration": UNTEMPERED}}
+    sent = {"layout": args.layout} if args.layout else {}
+    untempered = {"kwargs": {**sent, "calibration": UNTEMPERED}}
     fit_run = evaluate.run(args.url, devdata.split(items, "fit", args.limit), args.concurrency,
                            extra=untempered, desc="fit")
     fitted = calibration(fit_run["records"])
@@ -94,7 +98,8 @@ def main(argv=None) -> int:
     for label, cal in () if args.fit_only else (("untempered", UNTEMPERED),
                                                  ("fitted prior and temperatures", fitted)):
         run = evaluate.run(args.url, eval_items, args.concurrency, order_check=True,
-                           extra={"kwargs": {"calibration": cal}}, desc=f"eval, {label}")
+                           extra={"kwargs": {**sent, "calibration": cal}},
+                           desc=f"eval, {label}")
         rows[label] = evaluate.report(run)["overall"]
     if rows:
         print("| eval half | accuracy | ECE | Brier | order sensitivity | n |")

@@ -33,6 +33,26 @@ def observations(records: list):
             yield len(listed) - 1 - at, top == gold, back[gold]
 
 
+def paired(records: list) -> dict:
+    """Each question's two sends: the gold nearer the top against nearer the bottom."""
+    top, bottom = [], []
+    for r in records:
+        if r.get("kind") != "choice" or r.get("reversed_probabilities") is None:
+            continue
+        sends = list(observations([r]))
+        n = len(r["listed"])
+        if 2 * sends[0][0] + 1 == n:  # the middle option: the same position both ways
+            continue
+        early, late = sorted(sends, key=lambda o: o[0])
+        top.append(early[1:])
+        bottom.append(late[1:])
+
+    def mean(cells, i):
+        return sum(c[i] for c in cells) / len(cells) if cells else float("nan")
+    return {"n": len(top), "accuracy": (mean(top, 0), mean(bottom, 0)),
+            "gold_probability": (mean(top, 1), mean(bottom, 1))}
+
+
 def table(records: list) -> dict:
     """Position (1-based, LAST pooled) -> {n, accuracy, gold_probability}."""
     cells = defaultdict(list)
@@ -54,9 +74,11 @@ def main(paths: list) -> int:
             name = f"{pos}+" if pos == LAST else str(pos)
             print(f"  {name:<8}  {cell['n']:<4} {cell['accuracy']:.3f}     "
                   f"{cell['gold_probability']:.3f}")
+        pair = paired(json.load(open(path))["records"])
+        print(f"  paired, {pair['n']} questions, gold nearer the top / nearer the bottom:")
         for what in ("accuracy", "gold_probability"):
-            values = [c[what] for c in rows.values()]
-            print(f"  spread of {what}: {max(values) - min(values):.3f}")
+            top, bottom = pair[what]
+            print(f"    {what}: {top:.3f} / {bottom:.3f}, difference {top - bottom:+.4f}")
     return 0
 
 

@@ -30,6 +30,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "deploy"))
+sys.path.insert(0, str(ROOT / "bench" / "lib"))
+import shim_auth  # noqa: E402
 from cluster import Cluster  # noqa: E402
 
 BODY = json.dumps({"model": "jev-latest", "state": "I was charged twice for my subscription "
@@ -48,7 +50,7 @@ def call(base: str, method: str = "POST", path: str = "/v1/systemone") -> int:
     host, port = base.split("//")[1].split(":")
     conn = http.client.HTTPConnection(host, int(port), timeout=120)
     conn.request(method, path, body=BODY if method == "POST" else None,
-                 headers={"Content-Type": "application/json"})
+                 headers=shim_auth.headers())
     r = conn.getresponse()
     r.read()
     conn.close()

@@ -29,6 +29,8 @@ import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # onepass, for --box's picture
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))
+import shim_auth  # noqa: E402
 
 WORDS = ("invoice refund parcel delay customer charge account router outage screen billing "
          "manager warranty courier address password upgrade plan discount order").split()
@@ -38,7 +40,7 @@ def post(url: str, body: dict, timeout: float = 600, tries: int = 5) -> dict:
     """One answer; a 503/529 (vLLM slower than the engine timeout on a loaded machine, or the
     server full) is asked again after a pause: it is no answer, so it is not a pair."""
     req = urllib.request.Request(url + "/v1/systemone", json.dumps(body).encode(),
-                                 {"Content-Type": "application/json"})
+                                 shim_auth.headers())
     for attempt in range(tries):
         try:
             with urllib.request.urlopen(req, timeout=timeout) as r:

@@ -30,6 +30,8 @@ import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "bench" / "lib"))
+import shim_auth  # noqa: E402
 GLOBAL = shlex.split(os.environ.get("ONEPASS_PODMAN_ARGS", ""))
 RUN = shlex.split(os.environ.get("ONEPASS_PODMAN_RUN_ARGS", ""))
 
@@ -89,7 +91,7 @@ def one_start(args, name: str, t0: float) -> dict:
     if "ready_s" in seen:
         started = time.monotonic()
         req = urllib.request.Request(base + "/v1/systemone", json.dumps(readme_example()).encode(),
-                                     {"Content-Type": "application/json"})
+                                     shim_auth.headers())
         with urllib.request.urlopen(req, timeout=120) as r:
             seen["answer"] = json.loads(r.read())
         seen["answer_ms"] = round((time.monotonic() - started) * 1000)

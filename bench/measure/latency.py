@@ -33,6 +33,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench" / "lib"))
+import shim_auth  # noqa: E402
 from onepass import config  # noqa: E402
 from onepass.images import inputs as image_inputs  # noqa: E402
 from onepass.api import systemone  # noqa: E402
@@ -78,8 +80,7 @@ def state(tag: str, sentences: int, images: int = 0, i: int = 0, path: int = 0):
 
 
 def post(url: str, body: dict) -> dict:
-    req = urllib.request.Request(url, json.dumps(body).encode(),
-                                 {"Content-Type": "application/json"})
+    req = urllib.request.Request(url, json.dumps(body).encode(), shim_auth.headers())
     with urllib.request.urlopen(req, timeout=300) as r:
         return json.loads(r.read())
 

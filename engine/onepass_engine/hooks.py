@@ -35,9 +35,9 @@ HOOKS = (
     ("vllm.v1.worker.gpu_model_runner", "GPUModelRunner", "_prepare_inputs",
      sets.wrap_prepare_inputs),
     ("vllm.v1.attention.backends.cpu_attn", "CPUAttentionBackendImpl", "forward",
-     sets.wrap_forward(sets.gather_cpu)),
+     sets.wrap_forward(sets.index_cpu)),
     ("vllm.v1.attention.backends.triton_attn", "TritonAttentionImpl", "forward",
-     sets.wrap_forward(sets.gather_triton)),
+     sets.wrap_forward(sets.index_triton)),
     ("vllm.v1.cudagraph_dispatcher", "CudagraphDispatcher", "dispatch", rows.wrap_dispatch_v1),
     # V2 model runner (CUDA's default).
     ("vllm.v1.worker.gpu.model_runner", "GPUModelRunner", "execute_model",

@@ -75,7 +75,7 @@ def wrap_execute_model(original):
             return original(self, scheduler_output, *args, **kwargs)
         finally:
             STEP.flagged, STEP.causal = False, None
-            sets.STEP.requests = ()  # set by _prepare_inputs for this step only
+            sets.STEP.begin(())  # set by _prepare_inputs for this step only
     return execute_model
 
 

@@ -43,7 +43,38 @@ class Geometry:
 
 
 class Step:
-    requests: tuple = ()  # Geometry of the step being run (a runner runs one at a time)
+    """The set requests of the step being run (a runner runs one at a time) and their plans,
+    built once per step on the first layer that needs them."""
+    requests: tuple = ()  # Geometry
+    _plans: tuple | None = None
+    _index: dict = {}
+
+    def begin(self, requests: tuple) -> None:
+        self.requests, self._plans, self._index = requests, None, {}
+
+    def index(self, i: int, geo, p, layer, kv_cache, index):
+        """Request i's K and V places in the cache, per cache shape (layers mostly share one)."""
+        key = (i, tuple(kv_cache.shape), kv_cache.stride(), getattr(layer, "isa", None))
+        if key not in self._index:
+            self._index[key] = tuple(t.to(kv_cache.device) for t in index(
+                layer, kv_cache, geo.blocks, p.keys.cpu()))
+        return self._index[key]
+
+    def plans(self, device) -> tuple:
+        if self._plans is None:
+            self._plans = tuple(_on(plan(geo), device) if whole(geo) else None
+                                for geo in self.requests)
+        return self._plans
+
+
+def whole(geo: Geometry) -> bool:
+    """Whether this step holds all of the request's recomputed rows (admission keeps them in
+    one step; a step with part of them never reads them)."""
+    return geo.computed <= (0 if geo.two_way else geo.spans[0][0])
+
+
+def _on(p, device):
+    return type(p)(p.at.to(device), p.keys.to(device), p.bias.to(device))
 
 
 STEP = Step()
@@ -97,7 +128,7 @@ def wrap_prepare_inputs(original):
             blocks = table.block_table.cpu[idx, :table.num_blocks_per_row[idx]].to(torch.int64)
             found.append(Geometry(start, rows, computed, spans, blocks.clone(),
                                   tuple(state.prompt_token_ids), is_two_way(state.sampling_params)))
-        STEP.requests = tuple(found)
+        STEP.begin(tuple(found))
         return out
     return _prepare_inputs
 
@@ -125,77 +156,116 @@ def _block_index(isa: str, bs: int, d: int):
     return _INDEX[key]
 
 
-def gather_cpu(layer, kv_cache, blocks, length: int):
-    """(K, V) of a request's first `length` tokens from the CPU cache, [kv heads, length, d]."""
+def flat(kv_cache) -> torch.Tensor:
+    """The cache as one flat tensor over its storage (blocks and heads may be strided; each
+    (block, head) holds its bs * 2d values contiguously)."""
     nb, heads, bs, two_d = kv_cache.shape
+    s0, s1 = kv_cache.stride(0), kv_cache.stride(1)
+    size = (nb - 1) * s0 + (heads - 1) * s1 + bs * two_d
+    return kv_cache.as_strided((size,), (1,), kv_cache.storage_offset())
+
+
+def _base(kv_cache, blocks, tokens):
+    """Each (KV head, token)'s (block, head) start in flat(), [heads, tokens, 1], and the token's
+    slot in its block."""
+    nb, heads, bs, _ = kv_cache.shape
+    blk = blocks[tokens // bs]
+    h = torch.arange(heads)[:, None, None]
+    return (blk[None, :, None] * kv_cache.stride(0) + h * kv_cache.stride(1)), tokens % bs
+
+
+def index_cpu(layer, kv_cache, blocks, tokens):
+    """Where K and V of `tokens` (in that order) sit in flat() of a CPU cache, [kv heads, tokens,
+    d] each."""
+    _, _, bs, two_d = kv_cache.shape
     d = two_d // 2
-    halves = kv_cache.view(nb, heads, 2, bs * d)[blocks]  # [m, heads, 2, bs*d]
     k_at, v_at = _block_index(layer.isa, bs, d)
-    k = halves[:, :, 0, :][..., k_at].view(len(blocks), heads, bs, d)
-    v = halves[:, :, 1, :][..., v_at].view(len(blocks), heads, bs, d)
-    flat = lambda x: x.permute(1, 0, 2, 3).reshape(heads, -1, d)[:, :length]  # noqa: E731
-    return flat(k), flat(v)
+    base, o = _base(kv_cache, blocks, tokens)
+    within = o[:, None] * d + torch.arange(d)[None, :]
+    return base + k_at[within], base + bs * d + v_at[within]
 
 
-def gather_triton(layer, kv_cache, blocks, length: int):
-    """The same from the Triton backend's cache ([blocks, kv heads, bs, 2d], K then V last)."""
-    nb, heads, bs, two_d = kv_cache.shape
+def index_triton(layer, kv_cache, blocks, tokens):
+    """The same in the Triton backend's cache ([blocks, kv heads, bs, 2d], K then V last)."""
+    _, _, bs, two_d = kv_cache.shape
     d = two_d // 2
-    sel = kv_cache[blocks.to(kv_cache.device)]  # [m, heads, bs, 2d]
-    both = sel.permute(1, 0, 2, 3).reshape(heads, -1, two_d)[:, :length]
-    return both[..., :d], both[..., d:]
+    base, o = _base(kv_cache, blocks, tokens)
+    k = base + o[:, None] * two_d + torch.arange(d)[None, :]
+    return k, k + d
 
 
-def groups(geo: Geometry) -> list:
-    """(query tokens, key tokens, causal among the query tokens) per block of rows recomputed:
-    the prefix (two-way only), each span, the tail; keys in the spans' canonical order."""
+CHUNK_ROWS = 512  # rows attended at once: bounds the score matrix of a long option list
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A set request's recomputed rows in one step, in canonical coordinates: the rows' tokens
+    with the spans in their canonical order, the keys in the same order, and which key each
+    row sees. Every listing of the same spans has the same plan up to `at`, so it computes the
+    same bits (the rows' queries, keys and values are the same vectors in the same order)."""
+    at: torch.Tensor  # each row's place in the flattened batch
+    keys: torch.Tensor  # token index of each key
+    bias: torch.Tensor  # [rows, keys] fp32: 0 where the row sees the key, else -inf
+
+
+def plan(geo: Geometry) -> Plan:
+    """Rows from the first span on (all rows when two-way); a span sees the prefix and itself,
+    the prefix (two-way) itself, the tail everything; causal within a span and within the
+    tail unless two-way."""
     spans, length = geo.spans, geo.length
     first, end = spans[0][0], spans[-1][1]
-    prefix = list(range(first))
     ids = geo.token_ids
     canonical = sorted(spans, key=lambda s: (tuple(ids[s[0]:s[1]]), s))
-    out = [(prefix, prefix, False)] if geo.two_way else []
-    for s, e in spans:
-        out.append((list(range(s, e)), prefix + list(range(s, e)), not geo.two_way))
-    everything = prefix + [t for s, e in canonical for t in range(s, e)]
-    out.append((list(range(end, length)), everything + list(range(end, length)),
-                not geo.two_way))
-    return out
+    order = (list(range(first)) + [t for s, e in canonical for t in range(s, e)]
+             + list(range(end, length)))
+    group = [0] * first + [k + 1 for k, (s, e) in enumerate(canonical) for _ in range(s, e)] \
+        + [len(spans) + 1] * (length - end)
+    tail = len(spans) + 1
+    token, group = torch.tensor(order), torch.tensor(group)
+    rows = slice(0, length) if geo.two_way else slice(first, length)
+    tq, gq = token[rows, None], group[rows, None]
+    tk, gk = token[None, :], group[None, :]
+    same = gq == gk
+    sees = (gk == 0) | same | (gq == tail)
+    if not geo.two_way:
+        sees &= ~(same & (tk > tq))
+    bias = torch.zeros(sees.shape).masked_fill_(~sees, float("-inf"))
+    return Plan(token[rows] - geo.computed + geo.start, token, bias)
 
 
-def attend(impl, q, k, v, keys: int, causal: bool) -> torch.Tensor:
-    """fp32 attention of q [h, r, d] over k, v [kv heads, m, d]; with `causal`, the last r keys
-    are the queries' own tokens, each seeing those up to itself."""
-    k = k.repeat_interleave(impl.num_queries_per_kv, dim=0)
-    v = v.repeat_interleave(impl.num_queries_per_kv, dim=0)
-    scores = torch.matmul(q, k.transpose(1, 2)) * impl.scale
+def attend(impl, q, k, v, bias) -> torch.Tensor:
+    """fp32 attention of q [h, r, d] over k, v [kv heads, m, d], each row over the keys it sees
+    (`bias` [r, m]: 0 or -inf); each KV head's query heads as one matrix (no copies of K, V)."""
+    h, r, d = q.shape
+    kv = k.shape[0]
+    g = h // kv
+    q = q.reshape(kv, g * r, d)
+    bias = bias.repeat(g, 1).expand(kv, -1, -1)
     cap = getattr(impl, "logits_soft_cap", 0) or 0
     if cap:
-        scores = cap * torch.tanh(scores / cap)
-    if causal:
-        r = q.shape[1]
-        own = torch.ones(r, r, dtype=torch.bool, device=q.device).triu(1)
-        scores[:, :, keys - r:] = scores[:, :, keys - r:].masked_fill(own, float("-inf"))
+        scores = cap * torch.tanh(torch.bmm(q, k.transpose(1, 2)) * (impl.scale / cap)) + bias
+    else:
+        scores = torch.baddbmm(bias, q, k.transpose(1, 2), alpha=impl.scale)
     sinks = getattr(impl, "sinks", None)
     if sinks is not None:  # a sink logit per head joins the softmax, with no value
-        scores = torch.cat([scores, sinks.float().view(-1, 1, 1).expand(-1, q.shape[1], 1)], -1)
-        return torch.matmul(torch.softmax(scores, -1)[..., :-1], v)
-    return torch.matmul(torch.softmax(scores, -1), v)
+        sink = sinks.float().view(kv, g, 1, 1).expand(kv, g, r, 1).reshape(kv, g * r, 1)
+        weights = torch.softmax(torch.cat([scores, sink], -1), -1)[..., :-1]
+    else:
+        weights = torch.softmax(scores, -1)
+    return torch.bmm(weights, v).view(h, r, d)
 
 
-def recompute(impl, layer, query, kv_cache, output, gather) -> None:
-    for geo in STEP.requests:
-        if geo.computed > (0 if geo.two_way else geo.spans[0][0]):
-            continue  # admission keeps these rows in one step; never read a part of them
-        k_all, v_all = gather(layer, kv_cache, geo.blocks, geo.length)
-        k_all, v_all = k_all.float(), v_all.float()
-        for rows, keys, causal in groups(geo):
-            if not rows:
-                continue
-            at = torch.tensor(rows, device=query.device) - geo.computed + geo.start
-            picked = torch.tensor(keys, device=query.device)
+def recompute(impl, layer, query, kv_cache, output, index) -> None:
+    for i, (geo, p) in enumerate(zip(STEP.requests, STEP.plans(query.device))):
+        if p is None:
+            continue
+        k_at, v_at = STEP.index(i, geo, p, layer, kv_cache, index)
+        cache = flat(kv_cache)
+        k_all, v_all = cache[k_at].float(), cache[v_at].float()  # [kv heads, keys, d]
+        for r in range(0, len(p.at), CHUNK_ROWS):
+            at = p.at[r:r + CHUNK_ROWS]
             q = query[at].float().transpose(0, 1)  # [h, r, d]
-            o = attend(impl, q, k_all[:, picked], v_all[:, picked], len(keys), causal)
+            o = attend(impl, q, k_all, v_all, p.bias[r:r + CHUNK_ROWS])
             output[at] = o.transpose(0, 1).to(output.dtype)
 
 

@@ -50,7 +50,9 @@ class Engine:
                                         thread_name_prefix="engine")
         self._counts: dict[bytes, int] = {}  # sha256 of a text -> its token count
         self._counts_lock = threading.Lock()
-        self._heads = set_read.Heads()  # a set read's head ids, shared by a state's questions
+        self._heads = set_read.IdCache()  # a set read's head ids, shared by a state's questions
+        self._pieces = set_read.IdCache(set_read.PIECES_KEPT,
+                                        set_read.PIECE_CHARS)  # its other pieces' ids
         self.two_way_budget = None  # the plugin's one-step budget in tokens, learnt from its
         # first typed refusal (OverBudget); two-way reads are then fitted to it (reader.py)
 
@@ -133,7 +135,8 @@ class Engine:
         prefix cache); the values are full-vocabulary log-softmax, so slices combine exactly."""
         ids = read.label_token_ids
         logprobs, counts = [], []
-        prompt = set_read.token_prompt(read, self._ids, self._heads) if read.spans else None
+        prompt = (set_read.token_prompt(read, self._ids, self._heads, self._pieces)
+                  if read.spans else None)
         for start in range(0, len(ids), MAX_LOGPROB_TOKEN_IDS):
             part = ids[start:start + MAX_LOGPROB_TOKEN_IDS]
             values, tokens = self._read_slice(read, part, prompt)
@@ -144,7 +147,7 @@ class Engine:
     def read_unset(self, read: Read) -> tuple[float, ...]:
         """A set read's very token ids read without the set flag (the start-up probe's plain
         read: the same tokens, so only the flag can make a difference)."""
-        ids, _ = set_read.token_prompt(read, self._ids, self._heads)
+        ids, _ = set_read.token_prompt(read, self._ids, self._heads, self._pieces)
         return tuple(self._read_slice(read, read.label_token_ids, (ids, ""))[0])
 
     def _read_slice(self, read: Read, ids, prompt=None) -> tuple[list[float], tuple[int, int]]:

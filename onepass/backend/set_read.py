@@ -3,8 +3,9 @@ its head and its spans, each piece tokenized alone, and the spans in tokens.
 
 Owns: the pieces (head, what follows it up to the first span, each span, the tail), their
 token ids (each alone: an option's tokens never depend on the option listed before it, so its
-keys and values are the same in any listing), the plugin's `set_spans` value, and a small cache
-of heads' ids (every question over one state shares its head).
+keys and values are the same in any listing), the plugin's `set_spans` value, and two small
+caches of ids: heads' (every question over one state shares its head) and the other pieces'
+(a question's lines come back with every state asked about).
 Never: decides what is a span (prompt/layout.py does) or reads the answer (engine.py does).
 In: a Read with spans and the engine's tokenize. Out: (token ids, "s1:e1,s2:e2,...").
 """
@@ -15,17 +16,22 @@ from collections import OrderedDict
 
 SETS_KEY = "set_spans"  # the plugin's vllm_xargs key (engine/onepass_engine/flags.py)
 HEADS_KEPT = 16  # heads' ids kept: the states being answered at once, about
+PIECES_KEPT = 1024  # other pieces' ids kept: the lines of the questions asked lately
+PIECE_CHARS = 4096  # a longer piece is not kept (with the question first, the state is a piece)
 
 
-class Heads:
-    """Token ids of the heads seen last (a state's head is tokenized once per request, not once
-    per question)."""
+class IdCache:
+    """Token ids of the texts seen last, `kept` of them (a state's head is tokenized once per
+    request, not once per question)."""
 
-    def __init__(self):
+    def __init__(self, kept: int = HEADS_KEPT, longest: int | None = None):
         self._ids: OrderedDict = OrderedDict()
         self._lock = threading.Lock()
+        self._kept, self._longest = kept, longest
 
     def ids(self, text: str, tokenize) -> list[int]:
+        if self._longest is not None and len(text) > self._longest:
+            return tokenize(text)
         with self._lock:
             hit = self._ids.get(text)
             if hit is not None:
@@ -34,7 +40,7 @@ class Heads:
         got = tokenize(text)
         with self._lock:
             self._ids[text] = got
-            while len(self._ids) > HEADS_KEPT:
+            while len(self._ids) > self._kept:
                 self._ids.popitem(last=False)
         return got
 
@@ -48,11 +54,12 @@ def pieces(read) -> list[tuple[str, bool]]:
     return [(read.prompt[a:b], span) for a, b, span in cuts if b > a]
 
 
-def token_prompt(read, tokenize, heads: Heads) -> tuple[list[int], str]:
-    """(ids, the plugin's spans value): every piece tokenized alone, the head from `heads`."""
+def token_prompt(read, tokenize, heads: IdCache, kept: IdCache) -> tuple[list[int], str]:
+    """(ids, the plugin's spans value): every piece tokenized alone, the head through `heads`,
+    the others through `kept`."""
     ids, spans = [], []
     for i, (text, span) in enumerate(pieces(read)):
-        got = heads.ids(text, tokenize) if i == 0 and read.head_chars else tokenize(text)
+        got = (heads if i == 0 and read.head_chars else kept).ids(text, tokenize)
         if span:
             spans.append(f"{len(ids)}:{len(ids) + len(got)}")
         ids += got

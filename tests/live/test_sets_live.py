@@ -168,3 +168,31 @@ def test_option_sets_answer_otherwise_than_the_plain_listing(shipped):
     sets = systemone(stack, list(TEAMS)[:4])["probabilities"]
     plain = systemone(stack, list(TEAMS)[:4], {})["probabilities"]
     assert max(abs(sets[k] - plain[k]) for k in sets) > 1e-3, (sets, plain)
+
+
+def test_the_cache_indices_follow_the_kernels_layouts():
+    """sets.index_cpu (the `vec` layout: K transposed per block and head, V plain) and
+    sets.index_triton (K then V along the last axis) find each token's K and V where those
+    layouts put them, in any token order and in a cache that is a strided view; the `amx` tile
+    layout is read by the live tests above on an AMX CPU."""
+    import types
+
+    import torch
+
+    from onepass_engine import sets
+    nb, heads, bs, d = 6, 3, 16, 8
+    big = torch.arange(2 * nb * heads * bs * 2 * d, dtype=torch.float32)
+    cache = big.view(2, nb, heads, bs, 2 * d)[1]  # a view into a larger buffer
+    blocks, tokens = torch.tensor([4, 1, 5]), torch.randperm(40)
+    blk, o = blocks[tokens // bs], tokens % bs
+    halves = cache.reshape(nb, heads, 2, bs * d)
+    want_k = torch.stack([torch.stack([halves[b, h, 0].view(d, bs)[:, s] for b, s in zip(blk, o)])
+                          for h in range(heads)])
+    want_v = torch.stack([torch.stack([halves[b, h, 1].view(bs, d)[s] for b, s in zip(blk, o)])
+                          for h in range(heads)])
+    k, v = sets.index_cpu(types.SimpleNamespace(isa="vec"), cache, blocks, tokens)
+    assert torch.equal(sets.flat(cache)[k], want_k) and torch.equal(sets.flat(cache)[v], want_v)
+    k, v = sets.index_triton(None, cache, blocks, tokens)
+    rows = torch.stack([cache[blk, h, o] for h in range(heads)])  # [heads, tokens, 2d]
+    assert torch.equal(sets.flat(cache)[k], rows[..., :d])
+    assert torch.equal(sets.flat(cache)[v], rows[..., d:])

@@ -96,21 +96,39 @@ class TestCanonicalLayout(unittest.TestCase):
 class TestSetPrompt(unittest.TestCase):
     def test_each_piece_is_tokenized_alone_and_the_spans_are_in_tokens(self):
         """set_read.token_prompt: head, the text up to the first span, each span and the tail
-        tokenized apart (one id per character here), the head once per text; spans in ids."""
+        tokenized apart (one id per character here), each text once while cached; spans in
+        ids."""
         r = read_of(OPTIONS[:3])
         calls = []
 
         def tokenize(text):
             calls.append(text)
             return [ord(c) for c in text]
-        heads = set_read.Heads()
-        ids, spans = set_read.token_prompt(r, tokenize, heads)
+        heads, kept = set_read.IdCache(), set_read.IdCache(set_read.PIECES_KEPT)
+        ids, spans = set_read.token_prompt(r, tokenize, heads, kept)
         self.assertEqual(ids, [ord(c) for c in r.prompt])
         self.assertEqual(spans, ",".join(f"{a}:{b}" for a, b in r.spans))
         self.assertEqual(calls[0], r.prompt[:r.head_chars])
         self.assertEqual(len(calls), 1 + 1 + 3 + 1)
-        set_read.token_prompt(r, tokenize, heads)
-        self.assertEqual(len(calls), 6 + 5)  # the head came from the cache
+        set_read.token_prompt(r, tokenize, heads, kept)
+        self.assertEqual(len(calls), 6)  # every piece came from the caches
+        other = read_of(OPTIONS[:3], state="Another state.")
+        self.assertEqual(set_read.token_prompt(other, tokenize, heads, kept)[0],
+                         [ord(c) for c in other.prompt])
+        self.assertEqual(calls[6:], [other.prompt[:other.head_chars]])  # a new head alone
+
+    def test_a_cache_keeps_the_texts_seen_last(self):
+        cache = set_read.IdCache(2)
+        for text in ("a", "b", "a", "c"):
+            cache.ids(text, lambda t: [ord(t)])
+        seen = []
+        for text in ("a", "c", "b"):
+            cache.ids(text, lambda t: seen.append(t) or [ord(t)])
+        self.assertEqual(seen, ["b"])  # "b" was the least recently used of three
+        short = set_read.IdCache(2, longest=3)
+        for _ in range(2):
+            short.ids("long text", lambda t: seen.append(t) or [0])
+        self.assertEqual(seen, ["b", "long text", "long text"])  # never kept
 
     def test_the_probe_reverses_the_spans_text(self):
         """set_probe.reversed_spans: the same lines in the reverse order, spans moved with them,
