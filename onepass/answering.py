@@ -20,15 +20,17 @@ from .profile import MAX_REPEAT
 
 def answer(reader, decision: Decision, fixed=frozenset(), budget=None) -> Outcome:
     """Fit and read every question, turn the reads into probabilities; then read uncertain
-    questions of kinds that re-read (save those in `fixed`) a second time with the request
-    written twice, blended 2:1 (first:second), when the request's budget has the calls to
-    spare (the reads are in its plan; None: nothing spare)."""
+    questions of kinds that re-read (save those in `fixed`, and choices read as option sets,
+    whose options a second copy would list) a second time with the request written twice,
+    blended 2:1 (first:second), when the request's budget has the calls to spare (the reads
+    are in its plan; None: nothing spare)."""
     calibration, opts = decision.calibration, decision.layout  # resolved: pipeline.resolve
     reads, selections, results = reader.read(decision)
     probs = readout.probabilities(decision, reads, results,  # step: readout
                                   calibration, opts.shrink)
     unsure = [i for i, (q, p) in enumerate(zip(decision.questions, probs))
               if kinds.get(q.kind).rereads and i not in fixed
+              and not kinds.get(q.kind).parallel_lines(q, opts)  # a set is read once
               and max(p) < calibration.reread_below]
     rereads = 0
     again = replace(decision, questions=tuple(decision.questions[i] for i in unsure),

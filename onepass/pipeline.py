@@ -83,11 +83,16 @@ class Pipeline:
     def resolve_options(self, overrides: dict):
         """The profile's prompt techniques and calibration with a request's `kwargs.layout` and
         `kwargs.calibration` on top (same keys and ranges; `temperature` may name some kinds);
-        None where the request overrides nothing."""
+        None where the request overrides nothing. A request asking for repetition or several
+        orders without naming option_sets gets listings (the profile's option sets yield)."""
         layout = calibration = None
         try:
             if "layout" in overrides:
-                layout = replace(self.profile.layout, **overrides["layout"])
+                asked = dict(overrides["layout"])
+                if "option_sets" not in asked and (asked.get("repeat", 1) != 1
+                                                   or asked.get("orders", 1) != 1):
+                    asked["option_sets"] = False  # a listing technique asked for: listings
+                layout = replace(self.profile.layout, **asked)
                 check_layout(layout, "kwargs.layout")
         except (TypeError, ValueError, ConfigError) as e:
             raise InvalidRequest([Problem(("kwargs", "layout"), _said(e), "value_error")]) \

@@ -107,9 +107,10 @@ class Service:
         self.phase, self.reason = READY, ""
         refused = "; ".join(f"{name} questions refused: {limit.refusal}"
                             for name, limit in pipe.limits.kinds.items() if limit.refusal)
-        log.info("ready: %s via %s, %d choice labels, two-way %s%s", self.profile.model_name,
-                 self.settings.vllm, len(pipe.facts.labels.choice),
-                 "on" if pipe.facts.two_way else "off", f"; {refused}" if refused else "")
+        log.info("ready: %s via %s, %d choice labels, two-way %s, option sets %s%s",
+                 self.profile.model_name, self.settings.vllm, len(pipe.facts.labels.choice),
+                 "on" if pipe.facts.two_way else "off", "on" if pipe.facts.sets else "off",
+                 f"; {refused}" if refused else "")
 
     def start(self, facts: probes.Facts) -> None:
         """The decision core, with what start-up learnt about the engine (and the profile the

@@ -64,9 +64,9 @@ def table(records: list) -> dict:
 
 
 def main(paths: list) -> int:
-    if not paths:
+    if not paths or {"-h", "--help"} & set(paths):
         print(__doc__)
-        return 2
+        return 0 if paths else 2
     for path in paths:
         rows = table(json.load(open(path))["records"])
         print(f"{path}\n  position  n    accuracy  gold p")

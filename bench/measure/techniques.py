@@ -44,9 +44,11 @@ CONFIGS = {
                                                           "orders_as_reads": True, "shrink": 1.0},
     "every cyclic order as a read + shrink 1": {"orders": 8, "orders_as_reads": True,
                                                 "shrink": 1.0},
+    "options as a set (one read)": {"option_sets": True},
 }
 CALIBRATED = ("plain (one read)", "question first + orders 2 as two reads + shrink 1",
-              "orders 2 as two reads + shrink 1", "every cyclic order as a read + shrink 1")
+              "orders 2 as two reads + shrink 1", "every cyclic order as a read + shrink 1",
+              "options as a set (one read)")
 FITTED = " + temperatures fitted on the fit half"  # its order sensitivity is its layout's row's
 PROFILE_ROW = "the embedded profile (its layout and fitted calibration, no override)"
 COLUMNS = ("accuracy", "ece", "brier", "order_sensitivity", "input_tokens_per_decision",

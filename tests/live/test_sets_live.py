@@ -170,13 +170,34 @@ def test_option_sets_answer_otherwise_than_the_plain_listing(shipped):
     assert max(abs(sets[k] - plain[k]) for k in sets) > 1e-3, (sets, plain)
 
 
-def test_the_cache_indices_follow_the_kernels_layouts():
-    """sets.index_cpu (the `vec` layout: K transposed per block and head, V plain) and
-    sets.index_triton (K then V along the last axis) find each token's K and V where those
-    layouts put them, in any token order and in a cache that is a strided view; the `amx` tile
-    layout is read by the live tests above on an AMX CPU."""
+@pytest.mark.parametrize("isa", ["amx", "vec", "vec16"])
+def test_the_cache_indices_find_what_vllm_wrote(isa):
+    """sets.index_cpu finds each token's K and V where vLLM's own cache write
+    (cpu_attn_reshape_and_cache, which runs for every layout on any x86 CPU) put them, in any
+    token order, for each CPU layout: `amx` too, whatever CPU this runs on."""
     import types
 
+    import torch
+    from vllm import _custom_ops as ops
+
+    from onepass_engine import sets
+    nb, heads, bs, d, n = 4, 2, 32, 64, 70
+    kv = torch.zeros(nb, heads, bs * 2, d, dtype=torch.bfloat16)
+    key_cache, value_cache = kv.chunk(2, dim=2)
+    key, value = (torch.randn(n, heads, d).to(torch.bfloat16) for _ in range(2))
+    blocks = torch.tensor([2, 0, 3])
+    slots = torch.tensor([int(blocks[t // bs]) * bs + t % bs for t in range(n)])
+    ops.cpu_attn_reshape_and_cache(key, value, key_cache, value_cache, slots, isa, k_scale=1.0,
+                                   v_scale=1.0, kv_cache_dtype="auto")
+    cache, tokens = kv.view(nb, heads, bs, 2 * d), torch.randperm(n)
+    k, v = sets.index_cpu(types.SimpleNamespace(isa=isa), cache, blocks, tokens)
+    assert torch.equal(sets.flat(cache)[k], key[tokens].transpose(0, 1))
+    assert torch.equal(sets.flat(cache)[v], value[tokens].transpose(0, 1))
+
+
+def test_the_triton_indices_follow_its_layout():
+    """sets.index_triton (K then V along the last axis of [blocks, kv heads, bs, 2d]) in a cache
+    that is a strided view; the GPU kernels that write it are unmeasured here."""
     import torch
 
     from onepass_engine import sets
@@ -185,13 +206,6 @@ def test_the_cache_indices_follow_the_kernels_layouts():
     cache = big.view(2, nb, heads, bs, 2 * d)[1]  # a view into a larger buffer
     blocks, tokens = torch.tensor([4, 1, 5]), torch.randperm(40)
     blk, o = blocks[tokens // bs], tokens % bs
-    halves = cache.reshape(nb, heads, 2, bs * d)
-    want_k = torch.stack([torch.stack([halves[b, h, 0].view(d, bs)[:, s] for b, s in zip(blk, o)])
-                          for h in range(heads)])
-    want_v = torch.stack([torch.stack([halves[b, h, 1].view(bs, d)[s] for b, s in zip(blk, o)])
-                          for h in range(heads)])
-    k, v = sets.index_cpu(types.SimpleNamespace(isa="vec"), cache, blocks, tokens)
-    assert torch.equal(sets.flat(cache)[k], want_k) and torch.equal(sets.flat(cache)[v], want_v)
     k, v = sets.index_triton(None, cache, blocks, tokens)
     rows = torch.stack([cache[blk, h, o] for h in range(heads)])  # [heads, tokens, 2d]
     assert torch.equal(sets.flat(cache)[k], rows[..., :d])

@@ -193,7 +193,10 @@ def test_answers_are_the_models_label_distribution(stack, override):
     """readout: answers are vLLM's label log-probs, per read less the profile's label-position
     prior, tempered by its temperature and renormalised, the reads (option orders) averaged and shrunk toward uniform by
     the disagreement between them; recomputed here through vLLM's prompt_logprobs, both with the
-    embedded profile's defaults and with every technique off and no temperature (kwargs)."""
+    embedded profile's defaults and with every technique off and no temperature (kwargs). The
+    profile's choices are read as option sets, which no text prompt can reproduce: here they
+    are read as a listing (kwargs), its prior and temperature the profile's; set reads are
+    checked against an HF reference in test_sets_live.py."""
     from onepass import config
     from onepass.api import systemone
     from onepass.pipeline import offline
@@ -209,7 +212,9 @@ def test_answers_are_the_models_label_distribution(stack, override):
     engine.close()
     q = {"c": {"type": "choice", "instructions": "What colour is named in the record?",
                "criteria": {"red": None, "blue": None, "green": None}}}
-    kwargs = {"kwargs": {"layout": PLAIN, "calibration": UNTEMPERED}} if override else {}
+    kwargs = ({"kwargs": {"layout": PLAIN, "calibration": UNTEMPERED}} if override else
+              {"kwargs": {"layout": {"option_sets": False}}})
+    profile = replace(profile, layout=replace(profile.layout, option_sets=False))
     temperature, shrink = profile.calibration.temperature["choice"], profile.layout.shrink
     # A temperature T divides every log-odds, so probabilities (and their errors) move 1/T as far.
     tolerance = 1e-3 / temperature

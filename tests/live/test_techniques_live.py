@@ -67,6 +67,7 @@ def test_reread_below_threshold_blends_two_to_one(stack, tmp_path):
     twice and blended 2/3 first + 1/3 second; the response says how many were re-read."""
     doc = json.loads((ROOT / "serve_config.json").read_text())
     doc["profiles"][doc["default_profile"]]["calibration"]["reread_below"] = 0.999
+    doc["profiles"][doc["default_profile"]]["layout"]["option_sets"] = False  # sets: read once
     config = tmp_path / "serve_config.json"
     config.write_text(json.dumps(doc))
     port = free_port()
@@ -77,7 +78,8 @@ def test_reread_below_threshold_blends_two_to_one(stack, tmp_path):
         got = answer(base, BODY)
         assert got["x_effort_used"]["reread"] == {"below": 0.999, "first_weight": 0.6667,
                                                   "questions": 1}  # the noul is never re-read
-        first = answer(stack.url, BODY)["answers"]["team"]["probabilities"]
+        first = answer(stack.url, {**BODY, "kwargs": {"layout": {"option_sets": False}}})
+        first = first["answers"]["team"]["probabilities"]
         second = answer(stack.url, {**BODY, "kwargs": {"layout": {"repeat": 2}}})
         second = second["answers"]["team"]["probabilities"]
         for k, p in got["answers"]["team"]["probabilities"].items():

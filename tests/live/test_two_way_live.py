@@ -69,8 +69,9 @@ def test_conflicting_modes_are_a_400(stack):
 
 
 def test_stock_vllm_is_one_way_only(stock, tmp_path):
-    """probe: against stock vLLM the shim serves causal reads and refuses two-way ones (400)."""
-    proc, base = shim(stock.url, tmp_path)
+    """probe: against stock vLLM the shim serves causal reads and refuses two-way ones and
+    option sets (400), for a profile that reads listings."""
+    proc, base = shim(stock.url, tmp_path, layout={**PROFILE["layout"], "option_sets": False})
     try:
         status, health = wait_health(base, {"ok", "failed"})
         assert health["attention_modes"] == ["causal"], health
@@ -78,6 +79,21 @@ def test_stock_vllm_is_one_way_only(stock, tmp_path):
         status, _, doc = request(base, "POST", "/v1/systemone",
                                  {**NOUL_BODY, "attention_mode": "two-way"})
         assert status == 400 and "engine plugin" in doc["detail"]["message"]
+        status, _, doc = request(base, "POST", "/v1/systemone",
+                                 {**NOUL_BODY, "kwargs": {"layout": {"option_sets": True}}})
+        assert status == 400 and "engine plugin" in doc["detail"]["message"]
+    finally:
+        stop(proc)
+
+
+def test_an_option_sets_profile_on_stock_vllm_never_gets_ready(stock, tmp_path):
+    """probe: the embedded profile (choices read as sets) stays 503 on vLLM without the plugin,
+    naming it: never a silent listing read."""
+    assert PROFILE["layout"]["option_sets"] is True
+    proc, base = shim(stock.url, tmp_path)
+    try:
+        status, health = wait_health(base, {"ok", "failed"})
+        assert status == 503 and "plugin is not loaded" in health["reason"], health
     finally:
         stop(proc)
 

@@ -8,7 +8,9 @@ served name and context), /tokenizer_info (its added tokens, id -> text as vLLM 
 the contract's specials and `added`; a 404 with `tokenizer_info=False`, as vLLM started without
 --enable-tokenizer-info-endpoint), /tokenize (a word-level tokenizer; the tokenizer contract's
 probe texts and each added token alone give their ids; chat messages are rendered with
-the profile's template, so the start-up guard passes), /v1/completions with `logprob_token_ids` (over the context: vLLM's 400), and
+the profile's template, so the start-up guard passes), /v1/completions with `logprob_token_ids`
+(over the context: vLLM's 400; a set read, vllm_xargs.set_spans, answers alike in any order of
+its spans), and
 /v1/chat/completions for image reads (a vision profile: `profile="idefics3-tiny"`).
 """
 import hashlib
@@ -85,9 +87,7 @@ class Handler(BaseHTTPRequestHandler):
         if n + body.get("max_tokens", 1) > limit:
             return self.reply(400, {"error": {"message": f"This model's maximum context length "
                                               f"is {limit} tokens; the prompt has {n}"}})
-        prompt = body["prompt"]
-        seed = hashlib.sha256(prompt.encode() if isinstance(prompt, str)
-                              else json.dumps(prompt).encode()).digest()
+        seed = hashlib.sha256(json.dumps(_read_as(body)).encode()).digest()
         top = {f"token_id:{t}": -((seed[t % 32] + t) % 700) / 100 - 0.01
                for t in body.get("logprob_token_ids", ())}  # none: the shim's head prefill
         self.reply(200, {"choices": [{"logprobs": {"top_logprobs": [top]}}],
@@ -115,6 +115,18 @@ class Handler(BaseHTTPRequestHandler):
 
     def log_message(self, *args):
         pass
+
+
+def _read_as(body: dict):
+    """What a read's answer depends on: its prompt, or for a set read (the engine plugin's
+    `set_spans`) its spans in sorted order, so the start-up guard's set probe passes as it does
+    on the plugin: every listing reads alike, and unlike the same tokens read plainly."""
+    prompt, spans = body["prompt"], (body.get("vllm_xargs") or {}).get("set_spans")
+    if not spans:
+        return prompt
+    cuts = [tuple(int(x) for x in span.split(":")) for span in spans.split(",")]
+    parts = sorted(prompt[a:b] for a, b in cuts)
+    return ["set", prompt[:cuts[0][0]], parts, prompt[cuts[-1][1]:]]
 
 
 class Listening(ThreadingHTTPServer):

@@ -93,6 +93,16 @@ class TestReread(Case):
                              (repeat, again))
             self.assertEqual(second.count(AGAIN), again - 1)
 
+    def test_a_choice_read_as_a_set_is_read_once(self):
+        """reread: with option_sets an unsure choice keeps its one read (a second copy would
+        list its options); an unsure score beside it is still read again."""
+        r = reader(FIRST, SECOND)
+        out = answering.answer(r, decision((UNSURE, LEVELS), "ticket",
+                                           **below(0.99, option_sets=True)), budget=spare(5))
+        self.assertEqual([key(x) for x in r.engine.calls[1]], ["Level?"])
+        self.assertProbs(out.answers[0].probabilities, (0.6, 0.4))
+        self.assertEqual(out.rereads, 1)
+
     def test_a_score_rereads_a_noul_never(self):
         """reread: a score under the threshold is read again; a noul (rereads False) never."""
         r = reader(FIRST, SECOND)

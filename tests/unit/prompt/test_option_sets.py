@@ -156,5 +156,23 @@ class TestRefusal(unittest.TestCase):
                     ask()
 
 
+class TestOverrides(unittest.TestCase):
+    def test_a_request_for_listing_techniques_gets_listings(self):
+        """Pipeline.resolve_options on a profile with option sets: a request asking for repeat
+        or orders above 1 without naming option_sets reads listings; naming both is a 422."""
+        from onepass.backend.probes import Facts
+        from onepass.pipeline import Pipeline
+        settings = config.load(["--port", "0"], environ={})
+        settings = replace(settings, model=replace(settings.model, layout=replace(
+            settings.model.layout, option_sets=True)))
+        pipe = Pipeline(settings, None, None, Facts(LABELS, 100_000, False, "", None, True))
+        self.assertTrue(pipe.resolve_options({"layout": {"guard_line": True}})[0].option_sets)
+        for asked in ({"repeat": 2}, {"orders": 8, "orders_as_reads": True}):
+            layout_ = pipe.resolve_options({"layout": asked})[0]
+            self.assertFalse(layout_.option_sets, asked)
+            with self.assertRaises(InvalidRequest):
+                pipe.resolve_options({"layout": {**asked, "option_sets": True}})
+
+
 if __name__ == "__main__":
     unittest.main()
