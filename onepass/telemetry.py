@@ -25,7 +25,7 @@ REGISTRY = Registry()
 # The try-it page's routes (tryit.PATHS) share one label, /try: one feature, few series.
 ROUTES = ("/v1/systemone", "/systemone", "/v1/decisions", "/decisions", "/v1/models", "/health",
           "/metrics", "/openapi.json", "/try")
-STATUSES = tuple(s.value for s in http.HTTPStatus) + (529,)
+STATUSES = tuple(s.value for s in http.HTTPStatus) + (499, 529)
 STATUS_CLASSES = ("2xx", "4xx", "5xx")
 # answer types as the adapters render them, on either API
 TYPES = ("noul", "choice", "score", "box", "number", "predicate")
@@ -73,6 +73,12 @@ OVERLOADED = REGISTRY.counter("onepass_overloaded_total", "529 answers, by reaso
 SOURCE_CAPPED = REGISTRY.counter("onepass_source_cap_refusals_total", "connections refused with "
                                  "503 because their source address had its "
                                  "--max-connections-per-source open")
+ABANDONED = REGISTRY.counter("onepass_abandoned_requests_total", "decisions whose client closed "
+                             "its connection before the answer: their engine work was stopped "
+                             "(499 in the access log)")
+ABANDONED_TOKENS = REGISTRY.counter("onepass_abandoned_engine_tokens_total", "tokens vLLM computed "
+                                    "(prompt, less prefix-cache hits, and generated) for "
+                                    "decisions whose client had gone by the answer")
 QUESTIONS = REGISTRY.counter("onepass_questions_total", "questions answered, by answer type",
                              {"type": TYPES})
 INPUT_TOKENS = REGISTRY.counter("onepass_input_tokens_total", "input (prompt) tokens of answered "
@@ -142,11 +148,14 @@ def image_fetch(outcome: str) -> None:
 
 # -- a finished request -----------------------------------------------------------------------
 def finish(method: str, path: str, shown: str, status: int, started: float, doc,
-           request_id: str) -> str:
+           request_id: str, engine_tokens: int = 0) -> str:
     """Count a finished request and return its access log line (JSON; `shown`: the path as
-    logs may show it). Answers are counted from the response document only, so the decision
-    path never counts anything itself."""
+    logs may show it; `engine_tokens`: what vLLM computed for it). Answers are counted from the
+    response document only, so the decision path never counts anything itself."""
     duration = time.monotonic() - started
+    if status == 499:
+        ABANDONED.inc()
+        ABANDONED_TOKENS.inc(by=engine_tokens)
     route = route_of(path)
     REQUESTS.inc(route, status)
     DURATION.observe(duration, route, status_class(status))
@@ -164,7 +173,7 @@ def finish(method: str, path: str, shown: str, status: int, started: float, doc,
                        "path": shown, "route": route, "status": status,
                        "duration_ms": round(duration * 1000, 1), "questions": len(answers),
                        "reads": getattr(_local, "reads", 0), "input_tokens": tokens,
-                       "cut_questions": cut}, ensure_ascii=True)
+                       "engine_tokens": engine_tokens, "cut_questions": cut}, ensure_ascii=True)
 
 
 def _answers_and_usage(doc) -> tuple[list, dict]:

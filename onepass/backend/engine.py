@@ -21,10 +21,11 @@ import urllib.parse
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
-from .. import telemetry
+from .. import inflight, telemetry
 from . import refusals, set_read, wire
 from ..decision import TWO_WAY, Read, ReadResult
-from ..errors import EngineFailed, EngineUnavailable, InvalidRequest, OverBudget, Problem
+from ..errors import (ClientClosed, EngineFailed, EngineUnavailable, InvalidRequest, OverBudget,
+                      Problem)
 
 MAX_LOGPROB_TOKEN_IDS = 128  # vLLM 0.32's cap on logprob_token_ids per request
 IDLE_KEEPALIVE_S = 4.0  # uvicorn (vLLM) closes idle keep-alive connections after 5 s
@@ -81,12 +82,21 @@ class Engine:
                 "Content-Type": "application/json", "Content-Length": str(size)})
 
     def _exchange(self, method: str, path: str, payload, headers) -> tuple[int, dict]:
+        call = inflight.check()  # a request whose client left starts nothing new
         for fresh in (False, True):
             conn, reused = self._connection(fresh)
             try:
-                conn.request(method, self.prefix + path, body=payload, headers=headers)
-                response = conn.getresponse()
-                raw = response.read()
+                with inflight.flying(call, conn):  # cut when the client leaves
+                    conn.request(method, self.prefix + path, body=payload,
+                                 headers={**headers, **inflight.headers(call)})
+                    response = conn.getresponse()
+                    raw = response.read()
+            except ClientClosed:
+                conn.close()
+                raise
+            except (OSError, http.client.HTTPException) if call and call.gone.is_set() else ():
+                conn.close()  # cut on purpose: vLLM aborts the request
+                raise ClientClosed() from None
             except TimeoutError:
                 conn.close()
                 telemetry.engine_error("timeout")
@@ -99,6 +109,9 @@ class Engine:
                 telemetry.engine_error("unreachable")
                 raise EngineUnavailable(f"vLLM is unreachable at {self.host}:{self.port} "
                                         f"({type(e).__name__})", retry_after_ms=1000) from None
+            if call is not None and call.gone.is_set():  # cut mid-answer: nothing to pool
+                conn.close()
+                raise ClientClosed()
             self._idle.put((conn, time.monotonic()))
             try:
                 return response.status, json.loads(raw) if raw else {}
@@ -111,6 +124,7 @@ class Engine:
     def _checked(self, method: str, path: str, body: dict | None = None) -> dict:
         status, doc = self.call(method, path, body)
         if status == 200:
+            inflight.spent(doc)
             return doc
         message, refusal = refusals.message(doc), refusals.plugin_refusal(doc)
         too_long = [Problem(("state",), "the prompt is longer than this server can read: "
@@ -162,7 +176,7 @@ class Engine:
         if xargs:
             body["vllm_xargs"] = xargs
         if read.images:  # the chat route runs the model's vision path
-            body.update(messages=self._messages(read), logprobs=True)
+            body.update(messages=wire.messages(read, self.image_slot), logprobs=True)
             if read.assistant:  # the answer turn's start (a thought), continued, not closed
                 body["messages"].append({"role": "assistant", "content": read.assistant})
                 body.update(continue_final_message=True, add_generation_prompt=False)
@@ -184,21 +198,6 @@ class Engine:
         except (KeyError, IndexError, TypeError, ValueError) as e:
             telemetry.engine_error("bad_answer")
             raise EngineFailed(f"vLLM's completion lacks the label log-probs ({e!r})") from None
-
-    def _messages(self, read: Read) -> list[dict]:
-        """The read's turns for the model's own chat template (the start-up guard checked that
-        it renders what the layout wrote): each image slot becomes an image part."""
-        system, user = read.chat
-        pieces = user.split(self.image_slot)
-        if len(pieces) != len(read.images) + 1:
-            raise EngineFailed("an image read's slots do not match its images")
-        content = [{"type": "text", "text": pieces[0]}]
-        for url, text in zip(read.images, pieces[1:]):  # an Image: written by wire.pieces
-            content += [{"type": "image_url", "image_url": {"url": url}},
-                        {"type": "text", "text": text}]
-        return [{"role": "system", "content": system},
-                {"role": "user", "content": [c for c in content
-                                             if c["type"] != "text" or c["text"]]}]
 
     def read_all(self, reads: list[Read]) -> list[ReadResult]:
         """Every read at once, after the heads they share are prefilled once. Reads over one

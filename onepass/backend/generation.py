@@ -13,7 +13,7 @@ import json
 
 from ..errors import EngineFailed, EngineUnavailable, OnepassError
 from ..kinds import box as box_kind
-from . import streamed
+from . import streamed, wire
 
 PROBE_PROMPT = "Where is the object? Answer with JSON.\n"
 PROBE_MOST = 1000
@@ -33,7 +33,7 @@ def body(engine, read, structured: dict | None, max_tokens: int, stop=()) -> tup
     if not read.images:
         return "/v1/completions", {**out, "prompt": read.prompt, "logprobs": 1,
                                    "add_special_tokens": False}
-    messages = engine._messages(read)
+    messages = wire.messages(read, engine.image_slot)
     if read.assistant:
         messages.append({"role": "assistant", "content": read.assistant})
         out.update(continue_final_message=True, add_generation_prompt=False)

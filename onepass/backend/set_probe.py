@@ -25,9 +25,11 @@ MIN_SHIFT = 1e-3  # nats: a set read moves the labels by far more than reruns (s
 
 
 def probe_read(profile, labels):
-    """The probe laid out with option_sets, exactly as a request would be."""
+    """The probe laid out with option_sets, exactly as a request would be (with as many of its
+    four options as the profile has choice labels: two at the least)."""
     sets = replace(profile.layout, option_sets=True, orders=1, repeat=1)
-    return layout(Decision("probe", STATE, (QUESTION,), layout=sets), profile, labels)[0]
+    question = replace(QUESTION, options=QUESTION.options[:max(2, len(labels.choice))])
+    return layout(Decision("probe", STATE, (question,), layout=sets), profile, labels)[0]
 
 
 def reversed_spans(read):

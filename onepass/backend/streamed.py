@@ -14,8 +14,8 @@ import socket
 import time
 
 from . import wire
-from .. import telemetry
-from ..errors import EngineFailed, EngineUnavailable
+from .. import inflight, telemetry
+from ..errors import ClientClosed, EngineFailed, EngineUnavailable
 
 MIN_WAIT_S = 0.05  # a socket timeout is never zero (that would make the socket non-blocking)
 
@@ -42,29 +42,33 @@ def _stream(engine, route: str, payload: list, kind: str, deadline: float):
     conn = http.client.HTTPConnection(engine.host, engine.port,
                                       timeout=max(MIN_WAIT_S, ends - time.monotonic()))
     text, tokens, finish, prompt_tokens, cut = [], [], None, None, False
+    call = inflight.check()  # a request whose client left starts nothing new
     try:
-        conn.request("POST", engine.prefix + route, body=payload, headers={
-            "Content-Type": "application/json", "Content-Length": str(sum(map(len, payload)))})
-        response = conn.getresponse()
-        if response.status != 200:
-            raise EngineFailed(f"vLLM answered {route} with HTTP {response.status}")
-        for line in response:
-            if time.monotonic() >= ends:
-                if not budget_first:
-                    raise TimeoutError
-                cut = True
-                break
-            conn.sock.settimeout(max(MIN_WAIT_S, ends - time.monotonic()))
-            if not line.startswith(b"data: ") or line.strip() == b"data: [DONE]":
-                continue
-            chunk = json.loads(line[6:])
-            if chunk.get("usage"):
-                prompt_tokens = int(chunk["usage"]["prompt_tokens"])
-            for choice in chunk.get("choices") or ():
-                piece, pairs = _piece(choice, kind)
-                text.append(piece)
-                tokens += pairs
-                finish = choice.get("finish_reason") or finish
+        with inflight.flying(call, conn):  # cut when the client leaves
+            conn.request("POST", engine.prefix + route, body=payload, headers={
+                "Content-Type": "application/json",
+                "Content-Length": str(sum(map(len, payload))), **inflight.headers(call)})
+            response = conn.getresponse()
+            if response.status != 200:
+                raise EngineFailed(f"vLLM answered {route} with HTTP {response.status}")
+            for line in response:
+                if time.monotonic() >= ends:
+                    if not budget_first:
+                        raise TimeoutError
+                    cut = True
+                    break
+                conn.sock.settimeout(max(MIN_WAIT_S, ends - time.monotonic()))
+                if not line.startswith(b"data: ") or line.strip() == b"data: [DONE]":
+                    continue
+                chunk = json.loads(line[6:])
+                if chunk.get("usage"):
+                    prompt_tokens = int(chunk["usage"]["prompt_tokens"])
+                for choice in chunk.get("choices") or ():
+                    piece, pairs = _piece(choice, kind)
+                    text.append(piece)
+                    tokens += pairs
+                    finish = choice.get("finish_reason") or finish
+            inflight.check()  # a stream cut by the client's leaving ends like a finished one
     except (socket.timeout, TimeoutError):
         if not budget_first:  # vLLM stalled past the engine timeout: not a thought cut short
             telemetry.engine_error("timeout")
@@ -72,6 +76,8 @@ def _stream(engine, route: str, payload: list, kind: str, deadline: float):
                                     f"{engine.timeout_s} s", retry_after_ms=1000) from None
         cut = True  # the budget's deadline passed while vLLM was still writing
     except (OSError, http.client.HTTPException) as e:
+        if call is not None and call.gone.is_set():
+            raise ClientClosed() from None  # cut on purpose: vLLM aborts the request
         raise EngineUnavailable(f"vLLM is unreachable at {engine.host}:{engine.port} "
                                 f"({type(e).__name__})", retry_after_ms=1000) from None
     except (ValueError, KeyError, TypeError) as e:

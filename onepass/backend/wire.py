@@ -5,7 +5,8 @@ data URL is encoded once per request and never copied into a body: a read of 4 i
 times costs its prompt text, not 16 data URLs), and the caps on the bytes of bodies being sent
 to vLLM at once (Gate): one per server, and one per request (REQUEST, set while a request is
 answered, so that one request's many image bodies cannot take the whole server's cap).
-Never: builds the body's fields (engine.py, generation.py do) or decides what to send.
+Also an image read's chat turns (messages). Never: builds the body's other fields
+(engine.py, generation.py do) or decides what to send.
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ import threading
 import time
 
 from .. import telemetry
-from ..errors import EngineUnavailable
+from ..errors import EngineFailed, EngineUnavailable
 
 
 def pieces(doc: dict) -> list[bytes]:
@@ -100,3 +101,19 @@ def sending(server: Gate, n: int):
     mine = REQUEST.get()
     with (mine.held(n) if mine else contextlib.nullcontext()), server.held(n):
         yield
+
+
+def messages(read, image_slot: str) -> list[dict]:
+    """An image read's turns for the model's own chat template (the start-up guard checked
+    that it renders what the layout wrote): each image slot becomes an image part."""
+    system, user = read.chat
+    pieces = user.split(image_slot)
+    if len(pieces) != len(read.images) + 1:
+        raise EngineFailed("an image read's slots do not match its images")
+    content = [{"type": "text", "text": pieces[0]}]
+    for url, text in zip(read.images, pieces[1:]):  # an Image: written by pieces()
+        content += [{"type": "image_url", "image_url": {"url": url}},
+                    {"type": "text", "text": text}]
+    return [{"role": "system", "content": system},
+            {"role": "user", "content": [c for c in content
+                                         if c["type"] != "text" or c["text"]]}]

@@ -10,66 +10,30 @@ Never: validates API fields or decides (api/ and pipeline.py do), or parses fram
 """
 from __future__ import annotations
 
-import email.utils
 import errno
-import http
 import io
-import json
 import logging
-import re
 import socket
 import socketserver
 import sys
 import threading
 import time
 import uuid
-from dataclasses import dataclass
 
 from . import framing
 from .bugs import log_bug
-from .. import telemetry
+from .. import inflight, telemetry
 from .conn_table import IDLE, READING, WORKING, Conn, Table, fit_descriptors
-from ..errors import MalformedHttp, OnepassError, Overloaded, RequestTimeout, ShuttingDown
+from .responses import printable, response
+from .watch import Watcher
+from ..errors import (ClientClosed, MalformedHttp, OnepassError, Overloaded, RequestTimeout,
+                      ShuttingDown)
 
 log = logging.getLogger("onepass")
 access_log = logging.getLogger("onepass.access")  # shim.py writes its lines as bare JSON
 CLIENT_GONE = (TimeoutError, ConnectionError)  # a client that stalled or left
 LINGER_S, LINGER_BYTES = 2.0, 1 << 20  # after a refusal: drop what still arrives, this much
 QUIET_S, QUIET_WAIT_S = 0.3, 5.0  # at exit: a connection idle this long has no request coming
-
-
-@dataclass(frozen=True)
-class Raw:
-    """A response body sent as it is (the metrics text, the try-it page's files), with the
-    headers that belong to it (the page's Content-Security-Policy)."""
-    body: bytes
-    content_type: str
-    headers: tuple = ()  # (name, value) pairs
-
-
-def response(status: int, doc, request_id: str, extra: dict, close: bool,
-             head_only: bool = False) -> bytes:
-    """The response bytes: a document as JSON, or a Raw body (metrics) as it is."""
-    if isinstance(doc, Raw):
-        payload, content_type, extra = doc.body, doc.content_type, {**dict(doc.headers), **extra}
-    else:
-        payload = json.dumps(doc, ensure_ascii=False, allow_nan=False).encode("utf-8")
-        content_type = "application/json"
-    phrase = http.HTTPStatus(status).phrase if status in http.HTTPStatus._value2member_map_ \
-        else "Overloaded"
-    lines = [f"HTTP/1.1 {status} {phrase}", "Server: onepass",
-             f"Date: {email.utils.formatdate(usegmt=True)}", f"Content-Type: {content_type}",
-             f"Content-Length: {len(payload)}", f"x-typesafe-request-id: {request_id}",
-             f"x-request-id: {request_id}", *(f"{k}: {v}" for k, v in extra.items())]
-    if close:
-        lines.append("Connection: close")
-    return "\r\n".join(lines).encode("latin-1") + b"\r\n\r\n" + (b"" if head_only else payload)
-
-
-def printable(text: str, limit: int = 200) -> str:
-    """For log lines: control characters and non-ASCII escaped, long text cut."""
-    text = text[:limit].encode("ascii", "backslashreplace").decode("ascii")
-    return re.sub(r"[\x00-\x1f\x7f]", lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 def linger_close(sock, linger: bool) -> None:
@@ -122,6 +86,10 @@ class Handler(socketserver.BaseRequestHandler):
 
     def one_request(self) -> None:
         started, request_id = time.monotonic(), "req_" + uuid.uuid4().hex
+        with inflight.request(request_id) as self.call:
+            self._one_request(started, request_id)
+
+    def _one_request(self, started: float, request_id: str) -> None:
         method, path, service = "-", "", self.server.service
         telemetry.start_request()
         try:
@@ -131,6 +99,8 @@ class Handler(socketserver.BaseRequestHandler):
                 return
             method, (path, _, query) = head.method, head.target.partition("?")
             self.closing = not head.keep_alive
+            request_id = self.call.adopt(head.fields.get("x-request-id"),
+                                         head.fields.get("traceparent"))
             status, doc, extra = self.answer(head, path, query)
         except Unanswered:
             self.closing = True
@@ -155,9 +125,12 @@ class Handler(socketserver.BaseRequestHandler):
         self.closing = self.closing or service.slots.closed  # draining: clients move on
         # counted and logged before sending: a client that scrapes or reads the log right after
         # its answer finds its request there, in the order its answers came
+        if status == ClientClosed.status:
+            self.closing = True  # nobody reads the answer
         access_log.info("%s", telemetry.finish(method, path, printable(path), status, started,
-                                               doc, request_id))
-        self.send(method, status, doc, request_id, extra)
+                                               doc, request_id, self.call.tokens))
+        if status != ClientClosed.status:
+            self.send(method, status, doc, request_id, extra)
 
     def answer(self, head: framing.Head, path: str, query: str) -> tuple[int, dict, dict]:
         """Judge the head; only an admitted request has its body read, then decided."""
@@ -177,7 +150,8 @@ class Handler(socketserver.BaseRequestHandler):
                 reading, unread = False, 0
                 self.reader.end()  # answering is bounded by the engine timeouts, not this one
                 self.conn.set(WORKING)
-                doc = service.handle(adapter, raw, head.fields, hold)
+                with self.server.watcher.watching(self.request, self.call):
+                    doc = service.handle(adapter, raw, head.fields, hold)
             finally:
                 hold.release()
                 service.slots.give()
@@ -230,6 +204,7 @@ class Server(socketserver.ThreadingTCPServer):
         self.table = Table(fit_descriptors(settings.max_connections, settings.engine_connections),
                            settings.max_connections_per_source)
         self.draining = threading.Event()
+        self.watcher = Watcher()  # clients whose decisions run, watched for leaving
         super().__init__((settings.host, settings.port), Handler)
 
     def get_request(self):

@@ -119,6 +119,10 @@ def effort_used() -> dict:
             "properties": {
                 "reread": obj({"below": {"type": "number"}, "first_weight": {"type": "number"},
                                "questions": COUNT}, extra=True),
+                "options_listed": {"type": "array", "description": "questions asked with "
+                                   "option_sets whose options did not fit in one engine step: "
+                                   "read as a listing, so their answer may follow the order",
+                                   "items": {"type": "object"}},
                 "state_selection": {"type": "array", "items": obj({
                     "kept_tokens": COUNT, "total_tokens": COUNT,
                     "method": {"type": "string"}}, ["kept_tokens", "total_tokens"],

@@ -156,7 +156,8 @@ def test_a_request_runs_the_steps_in_order(service):
             "questions": {"team": {"type": "choice", "criteria": {"billing": None,
                                                                   "tech": None}},
                           "n": {"type": "number", "instructions": "What is the order number?"}},
-            "kwargs": {"reasoning": {"mode": "on"}, "calibration": {"reread_below": 1.0}}}
+            "kwargs": {"reasoning": {"mode": "on"}, "calibration": {"reread_below": 1.0},
+                       "layout": {"option_sets": False}}}  # a set is never re-read
     sys.settrace(trace)
     try:
         doc = ask(service, body)

@@ -164,10 +164,28 @@ def test_permuted_options_get_byte_identical_answers_on_both_apis(shipped):
 
 
 def test_option_sets_answer_otherwise_than_the_plain_listing(shipped):
+    """The embedded profile reads as sets by default; a listing (option_sets false) reads
+    otherwise."""
     stack, _ = shipped
     sets = systemone(stack, list(TEAMS)[:4])["probabilities"]
-    plain = systemone(stack, list(TEAMS)[:4], {})["probabilities"]
+    assert systemone(stack, list(TEAMS)[:4], {})["probabilities"] == sets  # the default
+    plain = systemone(stack, list(TEAMS)[:4],
+                      {"layout": {"option_sets": False}})["probabilities"]
     assert max(abs(sets[k] - plain[k]) for k in sets) > 1e-3, (sets, plain)
+
+
+def test_options_past_the_one_step_budget_are_read_as_a_listing(stack):
+    """A choice whose options do not fit in one engine step (the session's vLLM takes 1024
+    tokens a step) is answered from a listing, and the response names it."""
+    criteria = {f"option{i}": "a rather long description of this option " * 3 for i in range(60)}
+    body = {"model": "jev-latest", "state": STATE, "questions": {
+        "big": {"type": "choice", "instructions": "Which one?", "criteria": criteria},
+        "small": {"type": "choice", "instructions": "Which team?",
+                  "criteria": {k: TEAMS[k] for k in list(TEAMS)[:3]}}}}
+    status, _, doc = stack.request("POST", "/v1/systemone", body)
+    assert status == 200, doc
+    assert set(doc["answers"]["big"]["probabilities"]) == set(criteria)
+    assert doc["x_effort_used"]["options_listed"] == [{"question": "big"}, {"question": "small"}]
 
 
 @pytest.mark.parametrize("isa", ["amx", "vec", "vec16"])

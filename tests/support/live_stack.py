@@ -168,7 +168,8 @@ def start_vllm(model: Path, served_name: str, args, plugins: str, log: Path,
     env.update(VLLM_PLUGINS=plugins, HF_HUB_OFFLINE="1", VLLM_CPU_KVCACHE_SPACE="1")
     cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model),
            "--served-model-name", served_name, "--host", "127.0.0.1", "--port", str(port),
-           "--enable-tokenizer-info-endpoint", *args]  # as serve.sh: the shim's guard reads it
+           "--enable-tokenizer-info-endpoint", "--enable-log-requests",  # as serve.sh
+           *args]
     with open(log, "w") as out:
         proc = subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
                                 start_new_session=True)

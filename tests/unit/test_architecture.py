@@ -94,9 +94,10 @@ class TestShape(unittest.TestCase):
         self.assertEqual(cycles(folders), [])
 
     def test_edge_and_kinds_import_only_what_lies_below(self):
-        """edge/ is the HTTP library the service uses (never the service); kinds/ are used
-        by every stage (never a stage)."""
-        below = {"onepass.edge": {"onepass.errors", "onepass.telemetry"},
+        """edge/ is the HTTP library the service uses (never the service; inflight is the
+        request's Call the edge abandons when its client leaves); kinds/ are used by every
+        stage (never a stage)."""
+        below = {"onepass.edge": {"onepass.errors", "onepass.telemetry", "onepass.inflight"},
                  "onepass.kinds": {"onepass.decision", "onepass.errors"}}
         for name, deps in self.graph.items():
             layer = folder(name)

@@ -25,9 +25,7 @@ from lock_hashes import canonical, requirements  # noqa: E402
 
 def stamp(device: str) -> str:
     """What serve.sh writes to the venv's .onepass-deps once set up for DEVICE."""
-    text = b"".join((ROOT / "deps" / f).read_bytes()
-                    for f in (f"{device}.txt", "test.txt", "clients.txt"))
-    return hashlib.sha256(text).hexdigest()
+    return hashlib.sha256((ROOT / "deps" / f"{device}.txt").read_bytes()).hexdigest()
 
 
 def fake_venv(d: str, device: str) -> Path:

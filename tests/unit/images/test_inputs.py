@@ -20,7 +20,7 @@ from onepass import body as transport
 from onepass.images import inputs as image_inputs
 from onepass.prompt import fitting, layout
 from onepass.config import ConfigError
-from onepass.backend.engine import Engine
+from onepass.backend import wire
 from onepass.decision import NOUL, Option, Question, ReadResult
 from onepass.errors import InvalidRequest, PayloadTooLarge
 from onepass.backend.warmup import png
@@ -279,8 +279,7 @@ class TestEngineAndConfig(unittest.TestCase):
     def test_image_reads_become_chat_parts_at_their_slots(self):
         d = parse({"state": {"photo": RED, "b": BLUE}, "questions": {"q": NOUL_Q}})
         read, = layout.layout(replace(d, layout=replace(VLM.layout, repeat=2)), VLM, LABELS)
-        messages = Engine("http://127.0.0.1:9", "m", timeout_s=1, num_connections=1,
-                          image_slot="<image>")._messages(read)
+        messages = wire.messages(read, "<image>")
         system, user = read.chat
         self.assertEqual(messages[0], {"role": "system", "content": system})
         parts = messages[1]["content"]
