@@ -47,18 +47,19 @@ def main(argv=None) -> int:
         logging.error("cannot listen on %s:%s: %s", settings.host, settings.port, e)
         return 4
     host, port = server.server_address[:2]
+
+    def stop(*_):  # the first signal drains, a second one stops at once
+        now = server.draining.is_set()
+        threading.Thread(target=server.shutdown if now else server.drain, daemon=True).start()
+    # before the line that says it listens: a supervisor may signal as soon as it reads it
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
     logging.info("listening on http://%s:%d (vLLM %s, profile %s, auth %s)", host, port,
                  settings.vllm, settings.profile, "on" if settings.api_key else "off")
     if not settings.api_key and not service.loopback:
         logging.warning("auth is off on %s (--allow-no-key): whatever reaches this address may "
                         "use the model, read /metrics and make this server fetch image links",
                         host)
-
-    def stop(*_):  # the first signal drains, a second one stops at once
-        now = server.draining.is_set()
-        threading.Thread(target=server.shutdown if now else server.drain, daemon=True).start()
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
     threading.Thread(target=service.warm_up, name="warm-up", daemon=True).start()
     server.serve_forever()
     server.server_close()

@@ -61,6 +61,10 @@ SETTINGS = {
                      "on (or 1, or the bare flag): listen on an address other than loopback "
                      "without ONEPASS_API_KEY, auth off on purpose; off: such a start is refused"),
     "engine_timeout_s": (float, 60.0, "ONEPASS_ENGINE_TIMEOUT_S", "longest wait for one vLLM call"),
+    "request_timeout_s": (float, 0.0, "ONEPASS_REQUEST_TIMEOUT_S",
+                          "deadline of a whole decision from its first byte, 504 past it (0 = "
+                          "none; a request's x-envoy-expected-rq-timeout-ms may set a shorter "
+                          "one)"),
     "engine_bytes_in_flight": (int, 256 << 20, "ONEPASS_ENGINE_BYTES_IN_FLIGHT",
                                "bytes of request bodies on their way to vLLM at once, every "
                                "request together (a larger body goes alone)"),
@@ -150,6 +154,9 @@ def load(argv: list[str] | None = None, environ: dict | None = None) -> Settings
                  "keepalive_timeout_s", "drain_timeout_s", *KIND_SETTINGS):
         if not 0 < values[name] < math.inf and not (name == "port" and values[name] == 0):
             raise ConfigError(f"{name} must be positive and finite, got {values[name]}")
+    if not 0 <= values["request_timeout_s"] < math.inf:
+        raise ConfigError(f"request_timeout_s must be 0 or positive, got "
+                          f"{values['request_timeout_s']}")
     if values["image_links"] not in IMAGE_LINKS:
         raise ConfigError(f"image_links must be one of {', '.join(IMAGE_LINKS)}")
     if values["drain_refusal"] not in DRAIN_REFUSALS:

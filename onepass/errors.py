@@ -167,6 +167,17 @@ class EngineFailed(OnepassError):
     error_type = "engine_error"
 
 
+class DeadlineExceeded(OnepassError):
+    """The decision did not finish by its deadline (the server's --request-timeout-s or the
+    request's x-envoy-expected-rq-timeout-ms): its work stopped; a retry may be sent."""
+    status = 504
+    error_type = "deadline_exceeded"
+
+    def __init__(self, message: str = "the decision did not finish by its deadline; its work "
+                 "stopped"):
+        super().__init__(message)
+
+
 class ClientClosed(OnepassError):
     """The client closed its connection while its decision ran: its work stops, nothing is
     sent, and the access log says 499 (nginx's "client closed request")."""

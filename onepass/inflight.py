@@ -3,9 +3,9 @@ whether its client is still there; when it has gone, no new call starts and the 
 flight are cut (their connections shut, so vLLM aborts them and frees their KV and slots).
 
 Owns: the per-request Call (a context variable the engine's threads inherit, as wire.REQUEST),
-its id (the client's X-Request-Id when safe) and traceparent, its vLLM request ids
-(`<request id>-<n>`), the sockets of its calls in flight, the tokens vLLM computed for it, and
-abandoning it.
+its id (the client's X-Request-Id when safe) and traceparent, its deadline, its vLLM request
+ids (`<request id>-<n>`), the sockets of its calls in flight, the tokens vLLM computed for it,
+and stopping it (its client left: ClientClosed; its deadline passed: DeadlineExceeded).
 Never: watches the client's socket (edge/watch.py does) or decides the response (the edge
 logs ClientClosed as 499 and sends nothing). Below every stage: the edge, the pipeline and the
 engine share it.
@@ -19,7 +19,9 @@ import re
 import socket
 import threading
 
-from .errors import ClientClosed
+import time
+
+from .errors import ClientClosed, DeadlineExceeded
 
 # An id a client may give (X-Request-Id): short, and characters that no log or header can
 # misread; anything else is replaced by the shim's own.
@@ -30,8 +32,10 @@ CURRENT: contextvars.ContextVar[Call | None] = contextvars.ContextVar("onepass_c
 
 
 class Call:
-    def __init__(self, request_id: str):
+    def __init__(self, request_id: str, deadline: float | None = None):
         self.request_id = request_id
+        self.deadline = deadline  # time.monotonic() by which it must finish (None: no limit)
+        self.why = ClientClosed  # what stopped it, once `gone` is set
         self.gone = threading.Event()
         self.tokens = 0  # prompt tokens vLLM computed for it (less its prefix-cache hits)
         self._socks: set = set()
@@ -51,9 +55,21 @@ class Call:
     def next_id(self) -> str:
         return f"{self.request_id}-{next(self._n)}"
 
-    def abandon(self) -> None:
-        """The client left: shut every call in flight (its blocked read returns at once)."""
+    def limit(self, seconds: float | None) -> None:
+        """A deadline `seconds` from now, when sooner than the one it has."""
+        if seconds is not None and seconds > 0:
+            at = time.monotonic() + seconds
+            self.deadline = at if self.deadline is None else min(self.deadline, at)
+
+    def expired(self) -> bool:
+        return self.deadline is not None and time.monotonic() >= self.deadline
+
+    def abandon(self, why=ClientClosed) -> None:
+        """Stop it (the client left, or its deadline passed): shut every call in flight (its
+        blocked read returns at once); `why` is the error the stopped work raises."""
         with self._lock:
+            if not self.gone.is_set():
+                self.why = why
             self.gone.set()
             socks = list(self._socks)
         for sock in socks:
@@ -67,13 +83,15 @@ class Call:
     @contextlib.contextmanager
     def flying(self, conn):
         """A vLLM call on `conn` (an http.client connection) in flight: cut on abandon."""
+        if self.expired():
+            self.abandon(DeadlineExceeded)
         if self.gone.is_set():
-            raise ClientClosed()
+            raise self.why()
         if conn.sock is None:
             conn.connect()
         with self._lock:
-            if self.gone.is_set():  # left while connecting
-                raise ClientClosed()
+            if self.gone.is_set():  # stopped while connecting
+                raise self.why()
             self._socks.add(conn.sock)
         try:
             yield
@@ -83,10 +101,13 @@ class Call:
 
 
 def check() -> Call | None:
-    """The current request's Call; ClientClosed when its client has gone (no new work)."""
+    """The current request's Call; ClientClosed when its client has gone, DeadlineExceeded
+    past its deadline (no new work)."""
     call = CURRENT.get()
+    if call is not None and call.expired():
+        call.abandon(DeadlineExceeded)
     if call is not None and call.gone.is_set():
-        raise ClientClosed()
+        raise call.why()
     return call
 
 
@@ -121,9 +142,9 @@ def flying(call: Call | None, conn):
 
 
 @contextlib.contextmanager
-def request(request_id: str):
+def request(request_id: str, deadline: float | None = None):
     """The block answers one request: the engine's calls within it belong to a new Call."""
-    call = Call(request_id)
+    call = Call(request_id, deadline)
     token = CURRENT.set(call)
     try:
         yield call

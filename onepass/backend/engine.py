@@ -24,8 +24,8 @@ from concurrent.futures import ThreadPoolExecutor
 from .. import inflight, telemetry
 from . import refusals, set_read, wire
 from ..decision import TWO_WAY, Read, ReadResult
-from ..errors import (ClientClosed, EngineFailed, EngineUnavailable, InvalidRequest, OverBudget,
-                      Problem)
+from ..errors import (ClientClosed, DeadlineExceeded, EngineFailed, EngineUnavailable,
+                      InvalidRequest, OverBudget, Problem)
 
 MAX_LOGPROB_TOKEN_IDS = 128  # vLLM 0.32's cap on logprob_token_ids per request
 IDLE_KEEPALIVE_S = 4.0  # uvicorn (vLLM) closes idle keep-alive connections after 5 s
@@ -91,12 +91,12 @@ class Engine:
                                  headers={**headers, **inflight.headers(call)})
                     response = conn.getresponse()
                     raw = response.read()
-            except ClientClosed:
+            except (ClientClosed, DeadlineExceeded):
                 conn.close()
                 raise
             except (OSError, http.client.HTTPException) if call and call.gone.is_set() else ():
                 conn.close()  # cut on purpose: vLLM aborts the request
-                raise ClientClosed() from None
+                raise call.why() from None
             except TimeoutError:
                 conn.close()
                 telemetry.engine_error("timeout")
@@ -111,7 +111,7 @@ class Engine:
                                         f"({type(e).__name__})", retry_after_ms=1000) from None
             if call is not None and call.gone.is_set():  # cut mid-answer: nothing to pool
                 conn.close()
-                raise ClientClosed()
+                raise call.why()
             self._idle.put((conn, time.monotonic()))
             try:
                 return response.status, json.loads(raw) if raw else {}

@@ -15,7 +15,7 @@ import time
 
 from . import wire
 from .. import inflight, telemetry
-from ..errors import ClientClosed, EngineFailed, EngineUnavailable
+from ..errors import EngineFailed, EngineUnavailable
 
 MIN_WAIT_S = 0.05  # a socket timeout is never zero (that would make the socket non-blocking)
 
@@ -77,7 +77,7 @@ def _stream(engine, route: str, payload: list, kind: str, deadline: float):
         cut = True  # the budget's deadline passed while vLLM was still writing
     except (OSError, http.client.HTTPException) as e:
         if call is not None and call.gone.is_set():
-            raise ClientClosed() from None  # cut on purpose: vLLM aborts the request
+            raise call.why() from None  # cut on purpose: vLLM aborts the request
         raise EngineUnavailable(f"vLLM is unreachable at {engine.host}:{engine.port} "
                                 f"({type(e).__name__})", retry_after_ms=1000) from None
     except (ValueError, KeyError, TypeError) as e:

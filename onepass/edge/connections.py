@@ -32,6 +32,17 @@ from ..errors import (ClientClosed, MalformedHttp, OnepassError, Overloaded, Req
 log = logging.getLogger("onepass")
 access_log = logging.getLogger("onepass.access")  # shim.py writes its lines as bare JSON
 CLIENT_GONE = (TimeoutError, ConnectionError)  # a client that stalled or left
+# A balancer's (or client's) deadline for the whole request: Envoy's and Istio's header, which
+# they set from their route timeout; HAProxy can set it with http-request set-header.
+DEADLINE_HEADER = "x-envoy-expected-rq-timeout-ms"
+
+
+def deadline_s(value) -> float | None:
+    """The header's milliseconds as seconds (None when absent or not a positive integer)."""
+    if not isinstance(value, str) or not value.isascii() or not value.isdigit() or \
+            len(value) > 12 or int(value) == 0:
+        return None
+    return int(value) / 1000
 LINGER_S, LINGER_BYTES = 2.0, 1 << 20  # after a refusal: drop what still arrives, this much
 QUIET_S, QUIET_WAIT_S = 0.3, 5.0  # at exit: a connection idle this long has no request coming
 
@@ -86,7 +97,8 @@ class Handler(socketserver.BaseRequestHandler):
 
     def one_request(self) -> None:
         started, request_id = time.monotonic(), "req_" + uuid.uuid4().hex
-        with inflight.request(request_id) as self.call:
+        limit = self.server.service.settings.request_timeout_s
+        with inflight.request(request_id, started + limit if limit else None) as self.call:
             self._one_request(started, request_id)
 
     def _one_request(self, started: float, request_id: str) -> None:
@@ -101,6 +113,7 @@ class Handler(socketserver.BaseRequestHandler):
             self.closing = not head.keep_alive
             request_id = self.call.adopt(head.fields.get("x-request-id"),
                                          head.fields.get("traceparent"))
+            self.call.limit(deadline_s(head.fields.get(DEADLINE_HEADER)))
             status, doc, extra = self.answer(head, path, query)
         except Unanswered:
             self.closing = True

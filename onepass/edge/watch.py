@@ -1,6 +1,7 @@
 """Clients whose decisions are running, watched for leaving: one thread polls their sockets, and
 a socket that reads end-of-file or an error (the client closed or reset its connection)
-abandons its request's Call (backend/inflight.py), which stops its engine work.
+abandons its request's Call (onepass/inflight.py), which stops its engine work; a Call past its
+deadline is stopped the same way (DeadlineExceeded, a 504).
 
 Owns: the watched sockets and the poll loop (every POLL_S at the most, so a client that leaves
 is noticed within that).
@@ -14,6 +15,8 @@ import contextlib
 import select
 import socket
 import threading
+
+from ..errors import DeadlineExceeded
 
 POLL_S = 0.25
 EVENTS = select.POLLIN | select.POLLPRI | select.POLLERR | select.POLLHUP
@@ -72,3 +75,6 @@ class Watcher:
                     self._watched.pop(fd)
                 if left(sock):
                     call.abandon()
+            for sock, call in watched.values():  # the deadline cuts calls in flight too
+                if call.expired():
+                    call.abandon(DeadlineExceeded)

@@ -34,6 +34,8 @@ DECISION_ERRORS = {
     "502": "vLLM failing",
     "503": "vLLM unreachable or too slow; a failed start-up check; draining after SIGTERM; "
            "a new connection past its address's connection cap",
+    "504": "the decision did not finish by its deadline (--request-timeout-s, or the "
+           "request's x-envoy-expected-rq-timeout-ms); its work stopped",
     "529": "warming up, or the in-flight, connection or body memory limit",
 }
 

@@ -122,3 +122,18 @@ def test_unsafe_traceparent_and_ids_are_not_passed(stack):
     status, headers, _ = stack.request("POST", "/v1/systemone", body,
                                        {"X-Request-Id": "a" * 129, "traceparent": "nonsense"})
     assert status == 200 and headers["x-request-id"].startswith("req_")
+
+
+def test_a_deadline_stops_the_work_and_answers_504(stack):
+    """x-envoy-expected-rq-timeout-ms: 1500 on the 192-read decision: a 504 in the API's
+    error shape soon after 1.5 s, vLLM running nothing soon after, and the access log's 504."""
+    t = time.monotonic()
+    status, headers, doc = stack.request("POST", "/v1/systemone", BODY,
+                                         {"x-envoy-expected-rq-timeout-ms": "1500"})
+    took = time.monotonic() - t
+    assert status == 504 and doc["detail"]["error_type"] == "deadline_exceeded", doc
+    assert 1.5 <= took < 3.0, took
+    time.sleep(1.5)
+    assert vllm_metrics(stack.vllm_url)["busy"] == 0
+    rid = headers["x-request-id"]
+    assert any(x["request_id"] == rid and x["status"] == 504 for x in access_lines(stack))

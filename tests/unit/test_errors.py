@@ -26,7 +26,8 @@ STATUSES = {"InvalidRequest": (422, "invalid_request_error"),
             "NotReady": (503, "service_unavailable"),
             "EngineUnavailable": (503, "engine_unavailable"),
             "EngineFailed": (502, "engine_error"), "OverBudget": (422, "invalid_request_error"),
-            "ClientClosed": (499, "client_closed_request")}
+            "ClientClosed": (499, "client_closed_request"),
+            "DeadlineExceeded": (504, "deadline_exceeded")}
 
 
 class TestCatalogue(unittest.TestCase):

@@ -12,7 +12,8 @@ import unittest
 
 from onepass import inflight
 from onepass.edge.watch import Watcher, left
-from onepass.errors import ClientClosed
+from onepass.edge.connections import deadline_s
+from onepass.errors import ClientClosed, DeadlineExceeded
 
 PARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
 
@@ -97,6 +98,27 @@ class TestAbandon(unittest.TestCase):
             inflight.CURRENT.reset(token)
 
 
+class TestDeadline(unittest.TestCase):
+    def test_past_its_deadline_nothing_new_starts(self):
+        """check() and flying() raise DeadlineExceeded once the deadline has passed; the
+        shorter of the server's and the request's deadline applies."""
+        with inflight.request("req_1", time.monotonic() + 60) as call:
+            call.limit(0.05)
+            self.assertIsNotNone(inflight.check())
+            time.sleep(0.06)
+            with self.assertRaises(DeadlineExceeded):
+                inflight.check()
+        call = inflight.Call("req_2", time.monotonic() + 0.01)
+        call.limit(60)  # a later one does not move it
+        time.sleep(0.02)
+        self.assertTrue(call.expired())
+
+    def test_the_header_is_whole_positive_milliseconds(self):
+        self.assertEqual(deadline_s("2500"), 2.5)
+        for bad in (None, "", "0", "-5", "2.5", "1e3", "٣", "9" * 13):
+            self.assertIsNone(deadline_s(bad), bad)
+
+
 class TestWatch(unittest.TestCase):
     def pair(self):
         a, b = socket.socketpair()
@@ -114,6 +136,14 @@ class TestWatch(unittest.TestCase):
                 self.assertFalse(call.gone.is_set())
                 client.close() if how == "close" else client.shutdown(socket.SHUT_WR)
                 self.assertTrue(call.gone.wait(1.0), how)
+
+    def test_a_call_past_its_deadline_is_stopped_while_its_client_waits(self):
+        watcher = Watcher(poll_s=0.05)
+        server_side, client = self.pair()
+        call = inflight.Call("req_1", time.monotonic() + 0.2)
+        with watcher.watching(server_side, call):
+            self.assertTrue(call.gone.wait(1.0))
+        self.assertIs(call.why, DeadlineExceeded)
 
     def test_a_pipelined_request_is_not_leaving_and_is_left_unread(self):
         watcher = Watcher(poll_s=0.05)
