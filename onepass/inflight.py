@@ -18,7 +18,6 @@ import itertools
 import re
 import socket
 import threading
-
 import time
 
 from .errors import ClientClosed, DeadlineExceeded
@@ -27,6 +26,7 @@ from .errors import ClientClosed, DeadlineExceeded
 # misread; anything else is replaced by the shim's own.
 SAFE_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 TRACEPARENT = re.compile(r"[0-9a-f]{2}-[0-9a-f]{32}-[0-9a-f]{16}-[0-9a-f]{2}")
+STOPPED = (ClientClosed, DeadlineExceeded)  # what a stopped Call's work raises
 CURRENT: contextvars.ContextVar[Call | None] = contextvars.ContextVar("onepass_call",
                                                                       default=None)
 
@@ -37,7 +37,7 @@ class Call:
         self.deadline = deadline  # time.monotonic() by which it must finish (None: no limit)
         self.why = ClientClosed  # what stopped it, once `gone` is set
         self.gone = threading.Event()
-        self.tokens = 0  # prompt tokens vLLM computed for it (less its prefix-cache hits)
+        self.tokens = 0  # tokens vLLM computed for it (prompt less prefix-cache hits, generated)
         self._socks: set = set()
         self._lock = threading.Lock()
         self._n = itertools.count(1)
@@ -64,6 +64,13 @@ class Call:
     def expired(self) -> bool:
         return self.deadline is not None and time.monotonic() >= self.deadline
 
+    def ensure_live(self) -> None:
+        """Raise what stopped it, if anything has (a deadline just passed stops it here)."""
+        if self.expired():
+            self.abandon(DeadlineExceeded)
+        if self.gone.is_set():
+            raise self.why()
+
     def abandon(self, why=ClientClosed) -> None:
         """Stop it (the client left, or its deadline passed): shut every call in flight (its
         blocked read returns at once); `why` is the error the stopped work raises."""
@@ -83,10 +90,7 @@ class Call:
     @contextlib.contextmanager
     def flying(self, conn):
         """A vLLM call on `conn` (an http.client connection) in flight: cut on abandon."""
-        if self.expired():
-            self.abandon(DeadlineExceeded)
-        if self.gone.is_set():
-            raise self.why()
+        self.ensure_live()
         if conn.sock is None:
             conn.connect()
         with self._lock:
@@ -104,10 +108,8 @@ def check() -> Call | None:
     """The current request's Call; ClientClosed when its client has gone, DeadlineExceeded
     past its deadline (no new work)."""
     call = CURRENT.get()
-    if call is not None and call.expired():
-        call.abandon(DeadlineExceeded)
-    if call is not None and call.gone.is_set():
-        raise call.why()
+    if call is not None:
+        call.ensure_live()
     return call
 
 

@@ -13,6 +13,8 @@ import platform
 import textwrap
 import urllib.request
 
+import shim_auth  # bench/lib, beside this module
+
 
 def machine() -> str:
     """This machine's CPU as a figure's footer says it: cores, model name, architecture."""
@@ -28,9 +30,7 @@ def machine() -> str:
 
 def served_model(url: str) -> str:
     """The model a running onepass serves, from /health (the key from ONEPASS_API_KEY)."""
-    key = os.environ.get("ONEPASS_API_KEY")
-    req = urllib.request.Request(url.rstrip("/") + "/health",
-                                 headers={"Authorization": f"Bearer {key}"} if key else {})
+    req = urllib.request.Request(url.rstrip("/") + "/health", headers=shim_auth.headers())
     try:
         with urllib.request.urlopen(req, timeout=10) as r:
             doc = json.loads(r.read())

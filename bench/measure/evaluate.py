@@ -12,7 +12,6 @@ are counted and reported.
 """
 import argparse
 import json
-import os
 import statistics
 import sys
 import time
@@ -26,6 +25,7 @@ BENCH = Path(__file__).resolve().parents[1]  # bench/: its modules import each o
 sys.path[:0] = [str(BENCH / d) for d in ("data", "lib")]
 import decision_metrics as metrics  # noqa: E402
 import devdata  # noqa: E402
+import shim_auth  # noqa: E402
 
 TIMEOUT_S = 180
 BUSY_RETRIES = 5  # 529 = warming up or over --max-in-flight: wait as told, then try again
@@ -45,9 +45,7 @@ def add_common_args(parser: argparse.ArgumentParser) -> None:
 
 def post(url: str, body: dict) -> tuple:
     """(status, parsed body or None, seconds). status is an int, or a string for no answer."""
-    headers = {"Content-Type": "application/json"}
-    if os.environ.get("ONEPASS_API_KEY"):
-        headers["Authorization"] = "Bearer " + os.environ["ONEPASS_API_KEY"]
+    headers = shim_auth.headers()
     data = json.dumps(body, ensure_ascii=False).encode()
     for _ in range(BUSY_RETRIES + 1):
         start = time.perf_counter()

@@ -24,8 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from .. import inflight, telemetry
 from . import refusals, set_read, wire
 from ..decision import TWO_WAY, Read, ReadResult
-from ..errors import (ClientClosed, DeadlineExceeded, EngineFailed, EngineUnavailable,
-                      InvalidRequest, OverBudget, Problem)
+from ..errors import EngineFailed, EngineUnavailable, InvalidRequest, OverBudget, Problem
 
 MAX_LOGPROB_TOKEN_IDS = 128  # vLLM 0.32's cap on logprob_token_ids per request
 IDLE_KEEPALIVE_S = 4.0  # uvicorn (vLLM) closes idle keep-alive connections after 5 s
@@ -91,7 +90,7 @@ class Engine:
                                  headers={**headers, **inflight.headers(call)})
                     response = conn.getresponse()
                     raw = response.read()
-            except (ClientClosed, DeadlineExceeded):
+            except inflight.STOPPED:
                 conn.close()
                 raise
             except (OSError, http.client.HTTPException) if call and call.gone.is_set() else ():

@@ -35,6 +35,8 @@ CLIENT_GONE = (TimeoutError, ConnectionError)  # a client that stalled or left
 # A balancer's (or client's) deadline for the whole request: Envoy's and Istio's header, which
 # they set from their route timeout; HAProxy can set it with http-request set-header.
 DEADLINE_HEADER = "x-envoy-expected-rq-timeout-ms"
+LINGER_S, LINGER_BYTES = 2.0, 1 << 20  # after a refusal: drop what still arrives, this much
+QUIET_S, QUIET_WAIT_S = 0.3, 5.0  # at exit: a connection idle this long has no request coming
 
 
 def deadline_s(value) -> float | None:
@@ -43,8 +45,6 @@ def deadline_s(value) -> float | None:
             len(value) > 12 or int(value) == 0:
         return None
     return int(value) / 1000
-LINGER_S, LINGER_BYTES = 2.0, 1 << 20  # after a refusal: drop what still arrives, this much
-QUIET_S, QUIET_WAIT_S = 0.3, 5.0  # at exit: a connection idle this long has no request coming
 
 
 def linger_close(sock, linger: bool) -> None:
