@@ -19,14 +19,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
-from . import body, config, kinds, metrics, openapi, telemetry, tryit
+from . import body, config, inflight, kinds, metrics, openapi, telemetry, tryit
 from .api import decisions, models, systemone
 from .backend import probes
 from .backend.engine import Engine
 from .backend.warmup import warmup_bodies
 from .config import Settings
 from .decision import CAUSAL, TWO_WAY
-from .edge import admission, body_budget
+from .edge import admission, body_budget, pace
 from .edge.responses import Raw
 from .errors import (AuthInvalid, AuthMissing, EngineUnavailable, Forbidden, MethodNotAllowed,
                      NotFound, NotReady, OnepassError, Overloaded, ShuttingDown)
@@ -69,6 +69,7 @@ class Service:
         self.pipeline = None  # the decision core, once start-up has learnt the engine's facts
         self.phase, self.reason = WARMING, "waiting for vLLM"
         self.slots = admission.Slots(settings.max_in_flight)
+        self.pace = pace.Pace()  # the expected time to answer, against each request's deadline
         self.loopback = admission.binds_loopback(settings.host)  # auth off: local callers only
         self.body_limits = body.limits(settings)
         self.bodies = body_budget.Budget(settings.body_budget_bytes, settings.body_budget_wait_s)
@@ -132,10 +133,11 @@ class Service:
         """A decision request, from its body to its response document, in the order
         onepass.STEPS lists the steps (pipeline.py runs those between parse and render).
         `hold`: the body's hold on the body budget (claim_body), resized as the body is read."""
-        request = adapter.parse(*body.read(raw, headers, self.body_limits,  # step: parse
-                                           hold), self.pipeline.limits)
-        decision, outcome = self.pipeline.decide(request)
-        return adapter.render(outcome, decision, request.meta)  # step: render
+        with self.pace.timed():
+            request = adapter.parse(*body.read(raw, headers, self.body_limits,  # step: parse
+                                               hold), self.pipeline.limits)
+            decision, outcome = self.pipeline.decide(request)
+            return adapter.render(outcome, decision, request.meta)  # step: render
 
     def _fail(self, reason: str) -> None:
         self.phase, self.reason = FAILED, reason
@@ -228,7 +230,26 @@ class Service:
             telemetry.OVERLOADED.inc("in_flight")
             raise Overloaded(f"more than {self.settings.max_in_flight} requests in flight",
                              retry_after_ms=200)
+        late = self.too_late(inflight.CURRENT.get())
+        if late:
+            self.slots.give()
+            telemetry.OVERLOADED.inc("deadline")
+            raise late
         return None, ADAPTERS[path]
+
+    def too_late(self, call) -> Overloaded | None:
+        """The refusal for a request whose deadline comes before the time a decision is
+        expected to take now (none without a deadline): refused before any work, it can be
+        retried at once elsewhere or a little later here."""
+        if call is None or call.deadline is None:
+            return None
+        expected, left = self.pace.expected_s(), call.deadline - time.monotonic()
+        if expected <= left:
+            return None
+        return Overloaded(f"a decision is expected to take {expected:.2f} s now ({self.pace.busy} "
+                          f"in flight), past this request's deadline ({max(left, 0):.2f} s "
+                          "left); retry later or with a longer deadline",
+                          retry_after_ms=max(200, math.ceil((expected - left) * 1000)))
 
     @staticmethod
     def render_error(err: OnepassError, path: str = "") -> tuple[int, dict, dict]:

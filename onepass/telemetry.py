@@ -30,10 +30,11 @@ STATUS_CLASSES = ("2xx", "4xx", "5xx")
 # answer types as the adapters render them, on either API
 TYPES = ("noul", "choice", "score", "box", "number", "predicate")
 PHASES = ("warming", "ready", "failed", "draining")
-OVERLOAD_REASONS = ("warming", "in_flight", "connections", "body_bytes")
+OVERLOAD_REASONS = ("warming", "in_flight", "deadline", "connections", "body_bytes")
 ENGINE_ERRORS = ("timeout", "unreachable", "not_json", "unavailable", "failed",
                  "context_length", "two_way_budget", "bad_answer")
 FETCH_OUTCOMES = ("ok", "refused", "failed")
+TOKEN_OUTCOMES = ("answered", "abandoned", "deadline", "failed")
 DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 
 
@@ -68,7 +69,8 @@ PHASE = REGISTRY.gauge("onepass_phase", "1 for the shim's phase (warming, ready,
                        "draining), 0 for the others", {"phase": PHASES},
                        read=lambda: _service_read("phase"))
 OVERLOADED = REGISTRY.counter("onepass_overloaded_total", "529 answers, by reason: warming up, "
-                              "the in-flight limit, the connection limit, the body budget",
+                              "the in-flight limit, an expected time to answer past the "
+                              "request's deadline, the connection limit, the body budget",
                               {"reason": OVERLOAD_REASONS})
 SOURCE_CAPPED = REGISTRY.counter("onepass_source_cap_refusals_total", "connections refused with "
                                  "503 because their source address had its "
@@ -79,6 +81,14 @@ ABANDONED = REGISTRY.counter("onepass_abandoned_requests_total", "decisions whos
 ABANDONED_TOKENS = REGISTRY.counter("onepass_abandoned_engine_tokens_total", "tokens vLLM computed "
                                     "(prompt, less prefix-cache hits, and generated) for "
                                     "decisions whose client had gone by the answer")
+ENGINE_TOKENS = REGISTRY.counter("onepass_engine_tokens_total", "tokens vLLM computed (prompt, "
+                                "less prefix-cache hits, and generated) for decision requests, "
+                                "by outcome: answered (2xx), abandoned (499), deadline (504), "
+                                "failed (any other status); all but answered reached nobody",
+                                {"outcome": TOKEN_OUTCOMES})
+EXPECTED = REGISTRY.gauge("onepass_expected_answer_seconds", "the time a decision admitted now is "
+                          "expected to take (admission refuses a request whose deadline is "
+                          "sooner: 529, reason deadline)", read=lambda: _service_read("expected"))
 QUESTIONS = REGISTRY.counter("onepass_questions_total", "questions answered, by answer type",
                              {"type": TYPES})
 INPUT_TOKENS = REGISTRY.counter("onepass_input_tokens_total", "input (prompt) tokens of answered "
@@ -112,6 +122,8 @@ def _service_read(what: str) -> dict:
         return {}
     if what == "in_flight":
         return {(): s.slots.busy}
+    if what == "expected":
+        return {(): round(s.pace.expected_s(), 4)}
     if what == "build":
         st = s.settings
         return {(__version__, s.profile.model_name, st.profile, st.vllm_dtype, st.vllm_device): 1}
@@ -121,6 +133,11 @@ def _service_read(what: str) -> dict:
 
 def route_of(path: str) -> str:
     return "/try" if path in PAGE_PATHS else path if path in ROUTES else OTHER
+
+
+def token_outcome(status: int) -> str:
+    return ("answered" if 200 <= status < 300 else "abandoned" if status == 499
+            else "deadline" if status == 504 else "failed")
 
 
 def status_class(status: int) -> str:
@@ -156,6 +173,8 @@ def finish(method: str, path: str, shown: str, status: int, started: float, doc,
     if status == 499:
         ABANDONED.inc()
         ABANDONED_TOKENS.inc(by=engine_tokens)
+    if engine_tokens:
+        ENGINE_TOKENS.inc(token_outcome(status), by=engine_tokens)
     route = route_of(path)
     REQUESTS.inc(route, status)
     DURATION.observe(duration, route, status_class(status))

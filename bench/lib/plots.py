@@ -1,6 +1,7 @@
 """The bench tools' pictures (`--png PATH`): latency against clients (measure/throughput.py),
-reliability per kind (measure/evaluate.py), order sensitivity per layout (measure/techniques.py)
-and the box IoU histogram (measure/box_eval.py). Each figure is labelled with what measured it:
+reliability per kind (measure/evaluate.py), goodput against offered load (measure/overload.py),
+order sensitivity per layout (measure/techniques.py) and the box IoU histogram
+(measure/box_eval.py). Each figure is labelled with what measured it:
 the model the server named and this machine's CPU, and the date.
 
 matplotlib (pinned in deps/test.txt, Agg backend, no display) is imported here only, so the
@@ -76,6 +77,31 @@ def latency_vs_clients(path: str, rows: list, footer: str, title: str) -> None:
     ax.set(xlabel="clients sending at once", ylabel="latency per decision (ms)")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
+    _save(plt, fig, path, title, footer)
+
+
+def goodput_vs_load(path: str, runs: list, footer: str, title: str) -> None:
+    """bench/measure/overload.py: goodput (answers received in time, per second) and the share
+    of engine tokens spent on answers nobody received, against the offered load (x capacity);
+    a line per run (its mode), the targets dotted: 90 % of each run's own 1x goodput, 5 %."""
+    plt, fig, (left, right) = _figure(width=9.0, panels=2)
+    for run in runs:
+        rows = sorted(run["rows"], key=lambda r: r["load"])
+        x = [r["load"] for r in rows]
+        line, = left.plot(x, [r["goodput_per_s"] for r in rows], "o-", label=run["mode"])
+        right.plot(x, [100 * r["wasted_share"] for r in rows], "o-", label=run["mode"])
+        base = next((r["goodput_per_s"] for r in rows if r["load"] == 1), None)
+        if base:  # each run's target: 90 % of its own 1x goodput
+            left.axhline(0.9 * base, ls=":", color=line.get_color(),
+                         label=f"90 % of its 1x ({run['mode']})")
+    right.axhline(5, ls=":", color="#888888", label="5 % target")
+    left.set(xlabel="offered load (x measured capacity)", ylabel="goodput (answers in time / s)")
+    right.set(xlabel="offered load (x measured capacity)",
+              ylabel="engine tokens nobody received (%)")
+    for ax in (left, right):
+        ax.set_ylim(bottom=0)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
     _save(plt, fig, path, title, footer)
 
 

@@ -9,7 +9,8 @@ smaller at once, larger after a wait in which it goes before every request that 
 (the room it lacks is kept from them: finishing, it frees its bytes), and when every request
 that holds bytes waits so, the one waiting longest goes ahead, past the budget, alone until it
 is answered (nothing else would ever give room back; one request's bytes over it at most). Its
-waits together last at most `wait_s`; then it is refused with a 529 and retry-after-ms. A claim
+waits together last at most `wait_s`; then it is refused with a 529 and retry-after-ms (or, when
+the request's own deadline comes first, a 504 at that deadline). A claim
 larger than the whole budget goes alone. The hold is released when the request is answered.
 Never: reads or measures a body (body.py says what it holds).
 """
@@ -19,8 +20,8 @@ import threading
 import time
 from collections import deque
 
-from .. import telemetry
-from ..errors import Overloaded
+from .. import inflight, telemetry
+from ..errors import DeadlineExceeded, Overloaded
 
 RETRY_AFTER_MS = 1000
 
@@ -59,16 +60,23 @@ class Hold:
         with budget.changed:
             if self.deadline is None:
                 self.deadline = time.monotonic() + budget.wait_s
+            call = inflight.CURRENT.get()
+            late = call is not None and call.deadline is not None and \
+                call.deadline < self.deadline
+            until = call.deadline if late else self.deadline
             self._waits(n, newcomer, 1)
             if not newcomer:  # every holder may now be waiting
                 budget.changed.notify_all()
             try:
                 room = budget.changed.wait_for(lambda: self._fits(n, newcomer),
-                                               max(0.0, self.deadline - time.monotonic()))
+                                               max(0.0, until - time.monotonic()))
             finally:
                 self._waits(n, newcomer, -1)
                 if not newcomer:  # the room kept for it is no longer kept
                     budget.changed.notify_all()
+            if not room and late:
+                raise DeadlineExceeded("the request's deadline passed while its body waited "
+                                       "for room in the body budget; no work was started")
             if not room:
                 telemetry.OVERLOADED.inc("body_bytes")
                 raise Overloaded(f"this server's request bodies hold all of its budget of "

@@ -188,6 +188,19 @@ class TestTelemetry(unittest.TestCase):
                                ("/v1/models", "4xx"): 1, ("other", "4xx"): 1,
                                ("/v1/systemone", "other"): 1})
 
+    def test_engine_tokens_by_outcome(self):
+        """Tokens vLLM computed, split by what became of the request: only 2xx reached anyone."""
+        def tokens(outcome):
+            return value(f'onepass_engine_tokens_total{{outcome="{outcome}"}}')
+        cases = [(200, 10, "answered"), (499, 20, "abandoned"), (504, 30, "deadline"),
+                 (502, 40, "failed"), (422, 0, "failed")]
+        before = {o: tokens(o) for o in telemetry.TOKEN_OUTCOMES}
+        for status, n, _ in cases:
+            telemetry.finish("POST", "/v1/decisions", "/v1/decisions", status, time.monotonic(),
+                             {}, "r", n)
+        self.assertEqual({o: tokens(o) - before[o] for o in telemetry.TOKEN_OUTCOMES},
+                         {"answered": 10, "abandoned": 20, "deadline": 30, "failed": 40})
+
     def test_reads_tally_is_per_thread(self):
         """Reads on another thread (another request) do not enter this request's tally."""
         telemetry.start_request()

@@ -201,6 +201,39 @@ class TestFailureCounts(unittest.TestCase):
             self.assertGreaterEqual(samples(get(server, "/metrics")[2])[name] - before, 1)
 
 
+class TestEarlyRefusal(unittest.TestCase):
+    """A request whose deadline comes before the time a decision is expected to take now is
+    refused at once (529, reason deadline, Retry-After), before any engine work; one with time
+    enough, or none given, is answered."""
+
+    def test_a_deadline_sooner_than_the_expected_answer_is_refused_now(self):
+        fake = FakeEngine(delay_s=0.2)  # a slow engine: each read takes 0.2 s at least
+        self.addCleanup(fake.stop)
+        server = start_shim(fake.url)
+        self.addCleanup(stop_shim, server)
+        body = req({"a": NOUL_Q})
+        self.assertEqual(call(server, body=body)[0], 200)  # no deadline: answered, and timed
+        self.assertGreaterEqual(server.service.pace.expected_s(), 0.2)
+        before = samples(get(server, "/metrics")[2])
+        started = time.monotonic()
+        status, headers, doc = call(server, body=body,
+                                    headers={"x-envoy-expected-rq-timeout-ms": "50"})
+        refused_in = time.monotonic() - started
+        after = samples(get(server, "/metrics")[2])
+        self.assertEqual((status, doc["detail"]["error_type"]), (529, "overloaded_error"))
+        self.assertIn("deadline", doc["detail"]["message"])
+        self.assertGreaterEqual(int(headers["retry-after-ms"]), 200)
+        self.assertGreaterEqual(int(headers["Retry-After"]), 1)
+        self.assertLess(refused_in, 0.2)  # refused before any read could have run
+        name = 'onepass_overloaded_total{reason="deadline"}'
+        self.assertEqual(after.get(name, 0) - before.get(name, 0), 1)
+        self.assertEqual(after["onepass_engine_reads_total"], before["onepass_engine_reads_total"])
+        self.assertGreater(after["onepass_expected_answer_seconds"], 0.05)
+        self.assertEqual(call(server, body=body, headers={
+            "x-envoy-expected-rq-timeout-ms": "30000"})[0], 200)
+        self.assertEqual(server.service.slots.busy, 0)  # the refused one gave its slot back
+
+
 class TestStartUp(unittest.TestCase):
     """The start-up wait for vLLM polls it until it answers: no poll is an engine error, so a
     restart fires no error alert; a failure under a request afterwards still is one."""

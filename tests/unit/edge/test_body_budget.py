@@ -9,8 +9,9 @@ import threading
 import time
 import unittest
 
+from onepass import inflight
 from onepass.edge.body_budget import Budget
-from onepass.errors import Overloaded
+from onepass.errors import DeadlineExceeded, Overloaded
 
 
 def later(fn, *args) -> threading.Thread:
@@ -73,6 +74,24 @@ class TestBudget(unittest.TestCase):
         self.assertEqual((ctx.exception.status, ctx.exception.retry_after_ms), (529, 1000))
         self.assertIn("100 bytes", ctx.exception.message)
         self.assertEqual((late.held, budget.used, budget.waiting), (0, 90, 0))
+
+    def test_the_requests_deadline_bounds_its_wait(self):
+        """A deadline sooner than the budget's wait ends the wait at the deadline with a 504
+        (no work was started); a later one leaves the budget's 529."""
+        budget = Budget(100, wait_s=5.0)
+        budget.hold().take(90)
+        with inflight.request("r1", time.monotonic() + 0.2):
+            started = time.monotonic()
+            with self.assertRaises(DeadlineExceeded) as ctx:
+                budget.hold().take(20)
+            self.assertLess(time.monotonic() - started, 1.0)
+        self.assertIn("body budget", ctx.exception.message)
+        short = Budget(100, wait_s=0.2)
+        short.hold().take(90)
+        with inflight.request("r2", time.monotonic() + 30):
+            with self.assertRaises(Overloaded):
+                short.hold().take(20)
+        self.assertEqual((budget.waiting, short.waiting), (0, 0))
 
     def test_a_claim_larger_than_the_budget_goes_alone(self):
         budget = Budget(100, wait_s=5.0)
