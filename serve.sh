@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # serve.sh: set up (venv, pinned vLLM, model), verify, start vLLM and the shim, warm up, print
 # one ready line. `bash serve.sh --setup-only` stops after setup (the test command uses it);
-# `--verify-only` after the integrity checks.
+# `--verify-only` after the integrity checks; `--dry-run` prints the vLLM and shim commands, with
+# the environment serve.sh gives each, per profile and device, and installs or starts nothing.
 # Environment: ONEPASS_PORT (8741), ONEPASS_VLLM_PORT (8742), ONEPASS_HOST (127.0.0.1),
 # ONEPASS_PROFILE (serve_config.json's default), ONEPASS_MODEL (path or hub id; default: the
 # profile's embedded model, built once: SmolLM2 unless the profile names another),
@@ -33,6 +34,7 @@ if [ "$PATCHES" = 1 ]; then VENV=${ONEPASS_VENV:-$ROOT/.venv-patched}; else VENV
 CACHE=${ONEPASS_CACHE:-$HOME/.cache/onepass}
 LOG_DIR=${ONEPASS_LOG_DIR:-$ROOT/logs}
 PY="$VENV/bin/python"
+DTYPE_PY=("$PY")  # cpu_dtype.py: with the venv's torch it measures bf16 against fp32
 VLLM_PID="" SHIM_PID=""
 
 say() { echo "serve.sh: $*"; }
@@ -156,19 +158,31 @@ verify() {
   say "verify: done"
 }
 
+# --dry-run reads each profile's fields and vLLM flags in one call (dry_run_profile) and keeps
+# them here; the start asks serve_profile.py for each.
+PROFILE_READ=0 PROFILE_VLLM_ARGS=()
+declare -A PROFILE_FIELDS=()
+
 profile_field() {  # profile_field KEY: a field of the selected profile ('' when absent)
+  if [ "$PROFILE_READ" = 1 ] && [ -n "${PROFILE_FIELDS[$1]+set}" ]; then
+    echo "${PROFILE_FIELDS[$1]}"; return 0
+  fi
   python3 "$ROOT/tools/serve/serve_profile.py" "$ROOT/serve_config.json" "${ONEPASS_PROFILE:-}" \
     field "$1"
 }
 
-start_vllm() {
-  say "start vLLM: start"
-  mkdir -p "$LOG_DIR"
-  local dtype=bfloat16 eager="" why  # eager: also the CPU's other engine flags
+profile_vllm_args() {  # the selected profile's vLLM flags, one per line
+  if [ "$PROFILE_READ" = 1 ]; then printf '%s\n' "${PROFILE_VLLM_ARGS[@]}"; return 0; fi
+  python3 "$ROOT/tools/serve/serve_profile.py" "$ROOT/serve_config.json" "${ONEPASS_PROFILE:-}" \
+    vllm-args
+}
+
+vllm_command() {  # VLLM_CMD, VLLM_ENV (NAME=value: start_vllm exports them) and VLLM_DTYPE for
+  # DEVICE, the selected profile and MODEL: the start and --dry-run build them here, and only here
+  local dtype=bfloat16 eager="" why="the GPU serves bf16"  # eager: also the CPU's other flags
   if [ "$DEVICE" = cpu ]; then  # bf16 where the CPU has it natively and it measures faster
-    { read -r dtype; read -r why; } < <("$PY" "$ROOT/tools/serve/cpu_dtype.py" \
+    { read -r dtype; read -r why; } < <("${DTYPE_PY[@]}" "$ROOT/tools/serve/cpu_dtype.py" \
       "${ONEPASS_DTYPE:-auto}") || die 12 "ONEPASS_DTYPE must be auto, float32 or bfloat16"
-    say "start vLLM: dtype $dtype ($why)"
     # Eager on CPU unless ONEPASS_EAGER=0: torch.compile is ready 1-3.5 minutes later for 2-14
     # per cent (bench/measure/engine_options.sh, docs/measured.md).
     [ "${ONEPASS_EAGER:-1}" = 1 ] && eager=--enforce-eager
@@ -176,27 +190,33 @@ start_vllm() {
     # recompute at most 31 tokens of it each instead of 127 (docs/measured.md).
     eager="$eager --block-size 32"
   fi
-  export VLLM_CPU_KVCACHE_SPACE=${VLLM_CPU_KVCACHE_SPACE:-2}
+  VLLM_ENV=("VLLM_CPU_KVCACHE_SPACE=${VLLM_CPU_KVCACHE_SPACE:-2}")
   # CPU: both cores bound to the forward pass and eager mode. Seen on this 2-core AVX2 machine
   # (2026-11-30): ready in ~40 s instead of ~2.5 min, and a 256-token prefill in 2.7 s instead
   # of 5.1 s with vLLM's defaults (one core, torch.compile).
-  [ "$DEVICE" = cpu ] && export VLLM_CPU_OMP_THREADS_BIND=${VLLM_CPU_OMP_THREADS_BIND:-0-$(($(nproc) - 1))}
-  [ -z "${ONEPASS_MODEL:-}" ] && export HF_HUB_OFFLINE=1
+  [ "$DEVICE" = cpu ] &&
+    VLLM_ENV+=("VLLM_CPU_OMP_THREADS_BIND=${VLLM_CPU_OMP_THREADS_BIND:-0-$(($(nproc) - 1))}")
+  [ -z "${ONEPASS_MODEL:-}" ] && VLLM_ENV+=(HF_HUB_OFFLINE=1)
   local backend=""
   if [ "$PATCHES" = 1 ]; then
-    export VLLM_PLUGINS=${VLLM_PLUGINS-}
+    VLLM_ENV+=("VLLM_PLUGINS=${VLLM_PLUGINS-}")
   else
     # onepass_batch_invariant: each answer computed the same way whatever shares its engine
     # step or the prefix cache (CPU attention per query token; docs/determinism.md).
     local plugins=onepass_two_way
     [ "${ONEPASS_BATCH_INVARIANT:-1}" = 1 ] && plugins="$plugins,onepass_batch_invariant"
-    export VLLM_PLUGINS=${VLLM_PLUGINS-$plugins}
+    VLLM_ENV+=("VLLM_PLUGINS=${VLLM_PLUGINS-$plugins}")
     # Two-way rows need a backend that reads per-row causal flags; on CUDA vLLM would pick
     # FlashAttention 2/3, which the plugin refuses at start-up.
     [ "$DEVICE" = gpu ] && backend="--attention-backend TRITON_ATTN"
   fi
+  # GPU: set reads run in vLLM's V1 model runner only (the plugin refuses them on V2, CUDA's
+  # default), so a profile that reads its choices as sets starts vLLM on V1.
+  [ "$DEVICE" = gpu ] && [ "$(profile_field layout.option_sets)" = True ] &&
+    VLLM_ENV+=(VLLM_USE_V2_MODEL_RUNNER=0)
   # GPU: vLLM's own batch-invariant kernels (unmeasured: no session has had a GPU).
-  [ "$DEVICE" = gpu ] && [ "${ONEPASS_BATCH_INVARIANT:-1}" = 1 ] && export VLLM_BATCH_INVARIANT=1
+  [ "$DEVICE" = gpu ] && [ "${ONEPASS_BATCH_INVARIANT:-1}" = 1 ] &&
+    VLLM_ENV+=(VLLM_BATCH_INVARIANT=1)
   # Label log-probs at full precision: in bf16/fp16 the lm_head runs in fp32, else the logits
   # (and so every label log-prob difference) lie on the half-precision grid, 1/16 nat apart
   # near SmolLM2's logits. A profile opts out with "head_dtype": "model" (docs/determinism.md).
@@ -206,9 +226,8 @@ start_vllm() {
   fi
   # The profile's flags: vLLM never fetches media (the shim sends data URLs), image limits.
   local profile_args=()
-  mapfile -t profile_args < <(python3 "$ROOT/tools/serve/serve_profile.py" \
-    "$ROOT/serve_config.json" "${ONEPASS_PROFILE:-}" vllm-args)
-  export VLLM_MEDIA_URL_ALLOW_REDIRECTS=0
+  mapfile -t profile_args < <(profile_vllm_args)
+  VLLM_ENV+=(VLLM_MEDIA_URL_ALLOW_REDIRECTS=0)
   # Constrained generations (box questions) without free whitespace: the schema then bounds
   # the reply, which a model may otherwise fill with spaces until the token cap (docs/box.md).
   # vLLM 0.32 reads this engine-wide only, and only with a named backend.
@@ -218,13 +237,32 @@ start_vllm() {
   # --enable-log-requests: one INFO line per vLLM request, its id (the shim sends
   # `<request id>-<n>`) and sampling parameters; prompts are logged only at DEBUG.
   # shellcheck disable=SC2086
-  set -- "$PY" -m vllm.entrypoints.openai.api_server --model "$MODEL" \
-    --served-model-name "$(profile_field served_model_name)" --host 127.0.0.1 --port "$VLLM_PORT" \
-    --dtype "$dtype" --max-model-len "$(profile_field max_model_len)" $eager $backend \
-    --enable-prompt-tokens-details --structured-outputs-config "$structured" \
-    --enable-tokenizer-info-endpoint --enable-log-requests \
-    "${head[@]}" "${profile_args[@]}" ${ONEPASS_VLLM_ARGS:-}
-  VLLM_DTYPE=$dtype  # the shim reports it in onepass_build_info
+  VLLM_CMD=("$PY" -m vllm.entrypoints.openai.api_server --model "$MODEL"
+    --served-model-name "$(profile_field served_model_name)" --host 127.0.0.1 --port "$VLLM_PORT"
+    --dtype "$dtype" --max-model-len "$(profile_field max_model_len)" $eager $backend
+    --enable-prompt-tokens-details --structured-outputs-config "$structured"
+    --enable-tokenizer-info-endpoint --enable-log-requests
+    "${head[@]}" "${profile_args[@]}" ${ONEPASS_VLLM_ARGS:-})
+  VLLM_DTYPE=$dtype VLLM_DTYPE_WHY=$why  # the shim reports the dtype in onepass_build_info
+  # Compiled (not eager): a compile cache per engine configuration, as the H2O card runs its
+  # engines. vLLM 0.32.0 keys its compiled graphs without hf_overrides or the image limits, so
+  # two configurations that differ only there would share graphs. The key: the device, the
+  # lock's vLLM pin, and every setting and flag above but the venv's path and the port.
+  if [[ $eager != *--enforce-eager* ]]; then
+    local key
+    key=$(printf '%s\n' "$DEVICE" "$(grep -m 1 '^vllm' "$ROOT/deps/$DEVICE.txt")" \
+      "${VLLM_ENV[@]}" "${VLLM_CMD[@]:1}" | grep -vx -- "$VLLM_PORT" | sha256sum | cut -c 1-16)
+    VLLM_ENV+=("VLLM_CACHE_ROOT=${VLLM_CACHE_ROOT:-$CACHE/vllm}/$key")
+  fi
+}
+
+start_vllm() {
+  say "start vLLM: start"
+  mkdir -p "$LOG_DIR"
+  vllm_command
+  [ "$DEVICE" = cpu ] && say "start vLLM: dtype $VLLM_DTYPE ($VLLM_DTYPE_WHY)"
+  export "${VLLM_ENV[@]}"
+  set -- "${VLLM_CMD[@]}"
   echo "+ $* > $LOG_DIR/vllm.log"
   setsid "$@" > "$LOG_DIR/vllm.log" 2>&1 &
   VLLM_PID=$!
@@ -281,6 +319,89 @@ stop_all() {
   SHIM_PID="" VLLM_PID=""
 }
 
+quoted() {  # the words shell-quoted as Python's shlex.quote quotes them (shlex.split reads them)
+  local w q="'\"'\"'" out=()
+  for w; do
+    if [[ $w =~ ^[A-Za-z0-9_@%+=:,./-]+$ ]]; then out+=("$w"); else out+=("'${w//\'/$q}'"); fi
+  done
+  echo "${out[*]}"
+}
+
+quoted_env() {  # NAME=value ...: each value quoted alone, so the line stays a shell command
+  local kv out=()
+  for kv; do out+=("${kv%%=*}=$(quoted "${kv#*=}")"); done
+  echo "${out[*]}"
+}
+
+dry_dtype() { [ -z "$DRY_DTYPE" ] || echo "$DRY_DTYPE"; }  # cpu_dtype.py's lines, read once
+
+dry_run_one() {  # dry_run_one PROFILE DEVICE: the two lines the start would run
+  local name=$1 shim_env=() v
+  DEVICE=$2
+  vllm_command
+  shim_command
+  for v in $(compgen -e | grep '^ONEPASS_' | sort); do
+    if [ "$v" = ONEPASS_API_KEY ]; then shim_env+=("$v=<withheld>"); else shim_env+=("$v=${!v}"); fi
+  done
+  echo "profile $name device $DEVICE"
+  echo "  # dtype $VLLM_DTYPE: $VLLM_DTYPE_WHY"
+  echo "  # model: $MODEL_NOTE"
+  echo "  vllm: $(quoted_env "${VLLM_ENV[@]}") $(quoted "${VLLM_CMD[@]}")"
+  echo "  shim: $(quoted_env "${shim_env[@]}")${shim_env[*]:+ }$(quoted "${SHIM[@]}")"
+}
+
+dry_run_profile() {  # dry_run_profile PROFILE DEFAULT DEVICE... (in a subshell)
+  local name=$1 default=$2 d embedded
+  local fields=(embedded head_dtype served_model_name max_model_len layout.option_sets)
+  shift 2
+  # the start for a profile other than the default sets ONEPASS_PROFILE (the shim reads it too)
+  if [ -z "${ONEPASS_PROFILE:-}" ] && [ "$name" != "$default" ]; then
+    export ONEPASS_PROFILE=$name
+  fi
+  local lines=() i
+  mapfile -t lines < <(python3 "$ROOT/tools/serve/serve_profile.py" "$ROOT/serve_config.json" \
+    "${ONEPASS_PROFILE:-}" fields "${fields[@]}")
+  for i in "${!fields[@]}"; do PROFILE_FIELDS[${fields[$i]}]=${lines[$i]-}; done
+  PROFILE_VLLM_ARGS=("${lines[@]:${#fields[@]}}") PROFILE_READ=1
+  if [ -n "${ONEPASS_MODEL:-}" ]; then
+    MODEL=$ONEPASS_MODEL MODEL_NOTE="from ONEPASS_MODEL"
+  else  # where setup builds the profile's embedded model (its builder prints this path)
+    embedded=${PROFILE_FIELDS[embedded]:-smollm2-135m-instruct}
+    MODEL=$(realpath -m "$CACHE/models/$embedded")
+    MODEL_NOTE="ONEPASS_MODEL unset: setup builds the profile's embedded $embedded"
+    [ -n "${PROFILE_FIELDS[embedded]}" ] ||
+      MODEL_NOTE="ONEPASS_MODEL unset: setup builds SmolLM2 (a profile for another model needs it)"
+  fi
+  for d in "$@"; do ( dry_run_one "$name" "$d" ) || exit $?; done
+}
+
+dry_run() {  # --dry-run: the start's commands from vllm_command and shim_command, for each profile
+  # (or ONEPASS_PROFILE) and device (cpu and gpu, or ONEPASS_DEVICE); needs no venv or GPU, and
+  # installs, fetches or starts nothing
+  local devices profiles p
+  case "${ONEPASS_DEVICE:-auto}" in
+    auto) devices="cpu gpu" ;;
+    *) devices=$(device) ;;  # cpu or gpu, else exit 10; nvidia-smi is never asked here
+  esac
+  profiles=$(python3 "$ROOT/tools/serve/serve_profile.py" "$ROOT/serve_config.json" \
+    "${ONEPASS_PROFILE:-}" names) || exit 10
+  # The CPU dtype once (the same for every profile), by python3 outside the venv: without torch
+  # cpu_dtype.py decides from the CPU's flags alone; where they show native bf16, the start
+  # measures (about 2 s) and may take fp32. vllm_command reads its two lines (none: exit 12).
+  if [[ $devices == *cpu* ]]; then
+    DRY_DTYPE=$(python3 -S "$ROOT/tools/serve/cpu_dtype.py" "${ONEPASS_DTYPE:-auto}") || true
+    DTYPE_PY=(dry_dtype)
+  fi
+  echo "# serve.sh --dry-run: nothing installed, fetched or started. Per profile and device: the"
+  echo "# vLLM and shim command lines (logs to $LOG_DIR), each after the NAME=value settings"
+  echo "# serve.sh gives it; the rest of the environment is inherited (ONEPASS_API_KEY withheld)."
+  for p in $profiles; do
+    # shellcheck disable=SC2086
+    ( dry_run_profile "$p" "${profiles%%$'\n'*}" $devices ) || exit $?
+  done
+}
+
+if [ "${1:-}" = "--dry-run" ]; then dry_run; exit 0; fi
 DEVICE=$(device)
 setup
 [ "${1:-}" = "--setup-only" ] && exit 0

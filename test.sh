@@ -5,7 +5,8 @@
 # in front of two more for the balancer test; installed here as root when missing, as is
 # promtool for the alert rules' test).
 # The suites, each named once: STDLIB is every test_*.py at the root (test_shim, test_security)
-# and under tests/unit/ (found by discovery: a package per folder); LIVE is tests/live/ and
+# and under tests/unit/ (found by discovery: a package per folder); LIVE is tests/kernels/
+# (vLLM's Triton attention kernels under Triton's interpreter, no server), tests/live/ and
 # card_tests/ (the docs held to the code and the live server), one pytest session sharing the
 # fixtures in conftest.py (needs the venv; its order is conftest's, not the file names').
 set -euo pipefail
@@ -13,7 +14,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cd "$ROOT"
 PY="${ONEPASS_VENV:-$ROOT/.venv}/bin/python"
 STDLIB=(-m unittest discover --start-directory . --top-level-directory . --pattern "test_*.py")
-LIVE=(tests/live card_tests)
+LIVE=(tests/kernels tests/live card_tests)
 echo "test.sh: setup"
 ONEPASS_DEVICE=cpu ONEPASS_TEST_DEPS=1 bash serve.sh --setup-only
 # need CMD PACKAGE USER: Debian's PACKAGE installed when CMD is missing, if we are root with

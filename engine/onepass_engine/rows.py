@@ -27,6 +27,9 @@ from .flags import is_two_way
 # Backends whose kernels read one causal flag per row (checked in vLLM 0.32.0's sources).
 ROW_FLAG_BACKENDS = frozenset({"CPU_ATTN", "TRITON_ATTN"})
 FLAGGED_IDS_ATTR = "_onepass_two_way_ids"
+# KV cache dtypes whose Triton kernel takes no per-row flag (vLLM 0.32.0: unified_attention
+# asserts causal attention for them).
+CAUSAL_ONLY_CACHES = frozenset({"int4_per_token_head"})
 
 
 class Step:
@@ -125,19 +128,34 @@ def wrap_build_metadata(original):
     return build_metadata
 
 
+def _fa4_row_flags() -> bool:
+    """Only FA4 takes per-row causal flags, and only on SM90: its interface asserts Hopper for
+    `dynamic_causal` (vllm_flash_attn/cute/interface.py in the CUDA wheel), while vLLM picks FA4
+    by default on Blackwell (SM100), where a two-way row would fail mid-step."""
+    from vllm.platforms import current_platform
+    capability = current_platform.get_device_capability()
+    if capability is None or capability.major != 9:
+        return False
+    from vllm.v1.attention.backends.fa_utils import get_flash_attn_version
+    return get_flash_attn_version() == 4
+
+
 def check_backend(backend, vllm_config) -> None:
     """Refuse, at start-up, a configuration that would read a two-way row causally."""
     name = backend.get_name()
-    if name == "FLASH_ATTN":
-        from vllm.v1.attention.backends.fa_utils import get_flash_attn_version
-        if get_flash_attn_version() == 4:  # only FA4 takes per-row causal flags
-            name = "FLASH_ATTN (FA4)"
-    if name not in ROW_FLAG_BACKENDS and name != "FLASH_ATTN (FA4)":
+    if name == "FLASH_ATTN" and _fa4_row_flags():
+        name = "FLASH_ATTN (FA4, SM90)"
+    if name not in ROW_FLAG_BACKENDS and name != "FLASH_ATTN (FA4, SM90)":
         raise RuntimeError(
             f"onepass engine: the attention backend {name} cannot honour per-request two-way "
             f"flags (it takes one causal setting per batch, or fails on a per-row one). "
             f"Start vLLM with --attention-backend TRITON_ATTN, or without the plugin "
             f"(VLLM_PLUGINS set to a list that omits onepass_two_way).")
+    cache_dtype = getattr(getattr(vllm_config, "cache_config", None), "cache_dtype", "auto")
+    if cache_dtype in CAUSAL_ONLY_CACHES:
+        raise RuntimeError(f"onepass engine: the KV cache dtype {cache_dtype} is read by a "
+                           "causal-only kernel (vLLM's unified_attention asserts so mid-step); "
+                           "start vLLM with another --kv-cache-dtype, or without the plugin")
     if vllm_config.parallel_config.use_ubatching:
         raise RuntimeError("onepass engine: two-way attention does not support micro-batching "
                            "(--enable-dbo / ubatch_size > 1); start vLLM without it")

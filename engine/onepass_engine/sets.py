@@ -157,11 +157,8 @@ def _block_index(isa: str, bs: int, d: int):
 
 
 def flat(kv_cache) -> torch.Tensor:
-    """The cache as one flat tensor over its storage (blocks and heads may be strided; each
-    (block, head) holds its bs * 2d values contiguously)."""
-    nb, heads, bs, two_d = kv_cache.shape
-    s0, s1 = kv_cache.stride(0), kv_cache.stride(1)
-    size = (nb - 1) * s0 + (heads - 1) * s1 + bs * two_d
+    """The cache as one flat tensor over the storage its view spans (any strides)."""
+    size = 1 + sum((n - 1) * st for n, st in zip(kv_cache.shape, kv_cache.stride()))
     return kv_cache.as_strided((size,), (1,), kv_cache.storage_offset())
 
 
@@ -186,12 +183,13 @@ def index_cpu(layer, kv_cache, blocks, tokens):
 
 
 def index_triton(layer, kv_cache, blocks, tokens):
-    """The same in the Triton backend's cache ([blocks, kv heads, bs, 2d], K then V last)."""
-    _, _, bs, two_d = kv_cache.shape
-    d = two_d // 2
+    """The same in the Triton backend's cache: a [blocks, kv heads, bs, 2d] view (K then V in
+    the last dimension) whose strides say the layout; vLLM's default for this backend keeps a
+    block's slots outside its heads, so a (block, head) is not contiguous."""
+    d = kv_cache.shape[3] // 2
     base, o = _base(kv_cache, blocks, tokens)
-    k = base + o[:, None] * two_d + torch.arange(d)[None, :]
-    return k, k + d
+    k = base + o[:, None] * kv_cache.stride(2) + torch.arange(d)[None, :] * kv_cache.stride(3)
+    return k, k + d * kv_cache.stride(3)
 
 
 CHUNK_ROWS = 512  # rows attended at once: bounds the score matrix of a long option list

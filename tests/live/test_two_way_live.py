@@ -185,6 +185,41 @@ def test_backends_without_row_flags_are_refused():
             check_backend(backend, Config)
     for name in ("CPU_ATTN", "TRITON_ATTN"):
         check_backend(type("B", (), {"get_name": staticmethod(lambda n=name: n)}), Config)
+    triton = type("B", (), {"get_name": staticmethod(lambda: "TRITON_ATTN")})
+    Config.cache_config = type("C", (), {"cache_dtype": "int4_per_token_head"})
+    with pytest.raises(RuntimeError, match="int4_per_token_head is read by a causal-only"):
+        check_backend(triton, Config)
+
+
+def test_flash_attention_takes_row_flags_only_as_fa4_on_sm90():
+    """plugin: FLASH_ATTN passes only as FA4 on a Hopper (SM90) device, the one place FA4's
+    per-row causal flag runs (its CUDA wheel asserts so); on Blackwell, where vLLM picks FA4 by
+    default, and on this CPU it is refused at start-up. Checked with the platform's answers
+    replaced: no GPU here."""
+    from unittest import mock
+
+    from vllm.platforms import current_platform
+    from vllm.platforms.interface import DeviceCapability
+    from vllm.v1.attention.backends import fa_utils
+    from onepass_engine.rows import check_backend
+
+    class Config:
+        class parallel_config:
+            use_ubatching = False
+    flash = type("B", (), {"get_name": staticmethod(lambda: "FLASH_ATTN")})
+    with pytest.raises(RuntimeError, match="FLASH_ATTN cannot honour"):
+        check_backend(flash, Config)  # this CPU: no device capability
+    for capability, version, accepted in (((9, 0), 4, True), ((10, 0), 4, False),
+                                          ((9, 0), 3, False), ((12, 0), 4, False)):
+        with mock.patch.object(type(current_platform), "get_device_capability",
+                               classmethod(lambda cls, device_id=0, c=capability:
+                                           DeviceCapability(*c))), \
+                mock.patch.object(fa_utils, "get_flash_attn_version", lambda *a, v=version, **k: v):
+            if accepted:
+                check_backend(flash, Config)
+            else:
+                with pytest.raises(RuntimeError, match="cannot honour"):
+                    check_backend(flash, Config)
 
 
 def fake_stock_venv(tmp_path: Path) -> Path:
