@@ -68,9 +68,12 @@ class Step:
 
 
 def whole(geo: Geometry) -> bool:
-    """Whether this step holds all of the request's recomputed rows (admission keeps them in
-    one step; a step with part of them never reads them)."""
-    return geo.computed <= (0 if geo.two_way else geo.spans[0][0])
+    """Whether this step holds all of the request's recomputed rows: from its first span (its
+    first token, two-way) through its prompt's last token. Admission keeps those in one step; a
+    step of the prefix alone (a long prefix, or the step's budget shared with others, cuts it
+    into chunks) recomputes nothing, and its keys past the step have no cache blocks yet."""
+    return (geo.computed <= (0 if geo.two_way else geo.spans[0][0])
+            and geo.length >= len(geo.token_ids))
 
 
 def _on(p, device):

@@ -99,6 +99,23 @@ def test_the_prefix_cache_is_shared_before_the_spans_only(stack):
     assert label_logprobs(warm, labels(url)) == label_logprobs(cold, labels(url))
 
 
+def test_a_set_read_whose_prefix_is_prefilled_in_chunks(stack):
+    """A prefix longer than the step's budget (1024 tokens here) is prefilled in chunks before
+    the step that holds the spans and the tail: the chunks recompute nothing (their keys past
+    the chunk have no blocks yet), two orders read the same bits, and the engine keeps
+    serving."""
+    url = stack.vllm_url
+    head = unique(HEAD) + "Ticket notes: " + "the customer called again today; " * 220 + "\n"
+    got = set()
+    for order in ((0, 1, 2, 3), (3, 1, 0, 2)):
+        ids, spans = ids_and_spans(url, order, head)
+        assert spans[0][0] > 1100 and len(ids) - spans[0][0] < 1024  # chunked, then one step
+        got.add(tuple(label_logprobs(ok(read(url, ids, spans)), labels(url))))
+    assert len(got) == 1, got
+    ids, spans = ids_and_spans(url, range(4))
+    assert ok(read(url, ids, spans))  # still serving
+
+
 @pytest.mark.parametrize("spans", ["1:2", "5:9,10:12", "5:9,9:9", "x", "0:3,3:5"])
 def test_malformed_spans_are_a_400(stack, spans):
     ids, _ = ids_and_spans(stack.vllm_url, range(4))
