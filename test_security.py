@@ -463,8 +463,9 @@ class TestBadInput(AgainstFakeEngine):
         frames, never its message (which may quote the body)."""
         def broken(adapter, raw, headers, hold=None):
             raise ValueError(f"invalid literal: {raw!r}")
-        self.server.service.handle = broken  # the instance's own: the class's stays
-        self.addCleanup(delattr, self.server.service, "handle")
+        pipeline = self.server.service.pipeline
+        pipeline.decide = broken  # the instance's own: the class's stays
+        self.addCleanup(delattr, pipeline, "decide")
         with self.assertLogs("onepass", logging.INFO) as logs:
             status, doc = self.send("/v1/systemone", systemone(state="PRIVATE-STATE"))
         self.assertEqual(status, 500)

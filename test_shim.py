@@ -166,13 +166,15 @@ class TestSystemOne(unittest.TestCase):
         from onepass.server import Service
         service = Service(config.load(["--port", "0"], environ={}), ROOT)
         service.start(Facts(LABELS, 4096, two_way=False, structured=""))
-        pipe = service.pipeline
-        self.assertEqual(pipe.resolve_mode(None), "causal")
+        from onepass import resolve
+        mode = lambda asked: resolve.mode(asked, service.profile,  # noqa: E731
+                                          service.pipeline.facts)
+        self.assertEqual(mode(None), "causal")
         with self.assertRaises(BadRequest) as ctx:
-            pipe.resolve_mode("bidirectional")
+            mode("bidirectional")
         self.assertIn("engine plugin", ctx.exception.message)
         service.start(Facts(LABELS, 4096, two_way=True, structured=""))
-        self.assertEqual(service.pipeline.resolve_mode("bidirectional"), "bidirectional")
+        self.assertEqual(mode("bidirectional"), "bidirectional")
         service.engine.close()
 
     def test_error_shapes(self):
@@ -325,11 +327,14 @@ class TestTechniques(unittest.TestCase):
         from onepass.backend.probes import Facts
         from onepass.server import Service
         service = Service(config.load(["--port", "0"], environ={}), ROOT)
+        from onepass import resolve
         service.start(Facts(LABELS, 4096, False, ""))
-        self.assertEqual(service.pipeline.resolve_options({}), (None, None))
-        layout, cal = service.pipeline.resolve_options({"layout": {"repeat": 2},
-                                               "calibration": {"temperature": {"choice": 3.0},
-                                                               "noul_floor": 0.9}})
+        options = lambda asked: resolve.options(asked, service.profile,  # noqa: E731
+                                                service.pipeline.facts)
+        self.assertEqual(options({}), (None, None))
+        layout, cal = options({"layout": {"repeat": 2},
+                               "calibration": {"temperature": {"choice": 3.0},
+                                               "noul_floor": 0.9}})
         self.assertEqual(layout.repeat, 2)
         self.assertEqual(cal.temperature, {**EMBEDDED.calibration.temperature, "choice": 3.0})
         self.assertEqual((cal.noul_floor, cal.fitted), (0.9, EMBEDDED.calibration.fitted))
@@ -344,7 +349,7 @@ class TestTechniques(unittest.TestCase):
                          ("calibration", {"label_prior": {"choice": {"3": [0.0, 1.0]}}}),
                          ("calibration", {"label_prior": {"choice": [0.0, 1.0]}})):
             with self.assertRaises(InvalidRequest) as ctx:
-                service.pipeline.resolve_options({key: bad})
+                options({key: bad})
             self.assertEqual(ctx.exception.problems[0].loc, ("kwargs", key), bad)
         service.engine.close()
 

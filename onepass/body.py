@@ -1,5 +1,5 @@
 """A request body (edge/framing.py read it off the socket) decoded and parsed as JSON: the first
-thing Service.handle does with it, before the adapter reads any field.
+thing the parse step (pipeline.Pipeline.decide) does with it, before the adapter reads any field.
 
 Owns: what a body may hold (Limits: the JSON's own bytes once decoded, a vision profile's images
 beside them, the wire), what it claims of the body budget before it is read (claim) and holds

@@ -11,6 +11,7 @@ In: a Question, its Read and ReadResult. Out: an Answer.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from . import kinds
 from .decision import Answer, Decision, Outcome, Question, Read, ReadResult
@@ -115,6 +116,12 @@ def probabilities(decision: Decision, reads: list[Read], results: list[ReadResul
         grouped[read.question].append((read, result))
     return [question_probabilities(q, pairs, calibration, shrink, bool(decision.images))
             for q, pairs in zip(decision.questions, grouped)]
+
+
+def first(s):
+    """The readout step: a fit.Split's reads made option probabilities, per read question."""
+    return replace(s, probs=tuple(probabilities(s.reads, s.fitted, s.results, s.reads.calibration,
+                                                s.reads.layout.shrink)))
 
 
 def outcome(decision: Decision, probs: list[list[float]], results: list[ReadResult],

@@ -1,13 +1,13 @@
 """The service behind the HTTP edge: routes, auth, health, readiness and the one error renderer.
 
 Owns: judging a request from its head (route, method, key or local caller, draining, warm-up,
-in-flight slots; then its body's claim on the body budget), the one entry for a decision
-request (handle: decode, parse, decide, render), /health, /v1/models, /metrics,
-/openapi.json, the start-up guard and warm-up (readiness), and rendering every error.
+in-flight slots, the expected time to answer against its deadline; then its body's claim on
+the body budget), /health, /v1/models, /metrics, /openapi.json, the start-up guard and
+warm-up (readiness), and rendering every error.
 Never: touches sockets or HTTP framing (edge/ does), validates API fields (api/ does) or
-decides (pipeline.py does: the steps between parse and render).
-In: a request's method, path, headers (then its body). Out: (status, doc) in the contract's
-shapes, or the route's adapter; then the response document.
+decides (pipeline.Pipeline.decide runs the ten steps, from the body to the response document).
+In: a request's method, path, headers. Out: (status, doc) in the contract's shapes, or the
+route's adapter.
 """
 from __future__ import annotations
 
@@ -71,7 +71,7 @@ class Service:
         self.slots = admission.Slots(settings.max_in_flight)
         self.pace = pace.Pace()  # the expected time to answer, against each request's deadline
         self.loopback = admission.binds_loopback(settings.host)  # auth off: local callers only
-        self.body_limits = body.limits(settings)
+        self.body_limits = body.limits(settings)  # the edge's claim before a body is read
         self.bodies = body_budget.Budget(settings.body_budget_bytes, settings.body_budget_wait_s)
         telemetry.watch(self)  # the in-flight and phase gauges read it at scrape time
 
@@ -101,8 +101,7 @@ class Service:
             # sent together, as clients would: vLLM batches their reads; the first failure ends
             # it (pool.map raises it)
             with ThreadPoolExecutor(WARM_UP_AT_ONCE, thread_name_prefix="warm-up") as pool:
-                list(pool.map(lambda rd: self.handle(ADAPTERS[rd[0]], json.dumps(rd[1]).encode(),
-                                                     {}), bodies))
+                list(pool.map(lambda rd: self.warm(ADAPTERS[rd[0]], rd[1]), bodies))
         except OnepassError as e:
             return self._fail(f"warm-up request failed: {e.message}")
         self.phase, self.reason = READY, ""
@@ -129,15 +128,11 @@ class Service:
         hold.take(claim)
         return limit
 
-    def handle(self, adapter, raw: bytes, headers, hold=None) -> dict:
-        """A decision request, from its body to its response document, in the order
-        onepass.STEPS lists the steps (pipeline.py runs those between parse and render).
-        `hold`: the body's hold on the body budget (claim_body), resized as the body is read."""
+    def warm(self, adapter, doc: dict) -> dict:
+        """One warm-up request through the whole path, timed like a client's (it seeds the
+        expected time to answer)."""
         with self.pace.timed():
-            request = adapter.parse(*body.read(raw, headers, self.body_limits,  # step: parse
-                                               hold), self.pipeline.limits)
-            decision, outcome = self.pipeline.decide(request)
-            return adapter.render(outcome, decision, request.meta)  # step: render
+            return self.pipeline.decide(adapter, json.dumps(doc).encode(), {})
 
     def _fail(self, reason: str) -> None:
         self.phase, self.reason = FAILED, reason

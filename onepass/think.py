@@ -5,16 +5,16 @@ Owns: laying out the thought prompts (each question's own prompt, its answer tur
 thought), sending them at once (they share the request's cached head), the re-read after the
 thoughts, the 0.5/0.5 blend, and the counts (prompt, output and reasoning tokens).
 Never: decides the gate or the cap (reasoning.py), renders (the adapters), or logs a thought.
-In: the request's Decision, its parts.Split and the first reads' Outcome.
-Out: the Outcome with the blended answers, and {request index: answer-turn start} for the
-questions that thought (number questions use it for their generation).
+In: the request's fit.Split and the first reads' Outcome.
+Out: the Outcome with the blended answers, {request index: answer-turn start} for the questions
+that thought (number questions use it for their generation) and what the step did.
 """
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, replace
 
-from . import answering, kinds, reasoning
+from . import kinds, reasoning, reread
 from .decision import CAUSAL, Decision, Outcome
 from .prompt.neutral import neutral
 
@@ -36,9 +36,13 @@ class Spent:
     trace: bool = False
 
 
-def step(reader, decision: Decision, s, outcome: Outcome):
-    """(Outcome, {request index: answer-turn start}, Spent)."""
+def step(s, outcome: Outcome, reader):
+    """(Outcome, {request index: answer-turn start}, Spent); the Outcome as it was, no starts
+    and None when the request does not reason."""
+    decision = s.asked
     ask, settings = decision.reasoning, reader.profile.reasoning
+    if ask is None or ask.mode == "off":
+        return outcome, {}, None
     tops = []
     for i, q in enumerate(decision.questions):
         kind, p = kinds.get(q.kind), s.position[i]
@@ -82,7 +86,7 @@ def _read_again(reader, decision: Decision, s, outcome: Outcome, starts: dict) -
         return outcome
     asked = replace(s.reads, questions=tuple(
         replace(s.reads.questions[s.position[i]], assistant=starts[i]) for i in again))
-    second = answering.answer(reader, asked, fixed=frozenset(range(len(again))))
+    second = reread.answer(reader, asked, fixed=frozenset(range(len(again))))
     answers = list(outcome.answers)
     for j, i in enumerate(again):
         p = s.position[i]

@@ -39,7 +39,7 @@ def read_calls(questions, labels, opts) -> int:
 
 
 def plan(decision: Decision, split, labels) -> Calls:
-    """The most calls `decision` can make, from its parts.Split: the label reads (every
+    """The most calls `decision` can make, from its fit.Split: the label reads (every
     question's, a box's present and edges included), the generations its kinds planned, and
     when it reasons a thought for each question that may think and the reads after them."""
     opts = split.reads.layout  # resolved: pipeline.resolve

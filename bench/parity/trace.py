@@ -9,8 +9,8 @@ with --config ROOT/serve_config.json and --vllm; nothing from ONEPASS_* in the e
 runs its warm-up synchronously (the start-up guard fills in the engine facts: labels, context
 length, two-way, structured outputs; then every question type once), then sends ONE corpus
 request (bodies from cases.py, not sent over HTTP) into the decision entry under
-sys.setprofile: `service.handle(adapter, raw, headers)` when the checkout has it, else the old
-`service.pipeline.decide(raw, headers, adapter)`.
+sys.setprofile: `service.pipeline.decide(adapter, raw, headers)`, or `service.handle(adapter,
+raw, headers)` in a checkout from before the ten steps moved into Pipeline.decide.
 
 What is counted: at every Python call and return on the request's thread (the thread that
 calls the entry; sys.setprofile sees only it, so the engine's worker threads that talk to vLLM
@@ -125,10 +125,10 @@ def trace(service, server, case, passing: bool = False) -> tuple[Tracer, object]
     adapter = adapters[case.route]
     fields = Fields(case.headers)  # ours, outside onepass/: header look-ups are no stops
     tracer = Tracer(Path(service.root), passing, case.body)
-    if hasattr(service, "handle"):
+    if hasattr(service, "handle"):  # before the ten steps moved into Pipeline.decide
         entry, args = service.handle, (adapter, case.body, fields)
     else:
-        entry, args = service.pipeline.decide, (case.body, fields, adapter)
+        entry, args = service.pipeline.decide, (adapter, case.body, fields)
     result = None
     sys.setprofile(tracer)
     try:

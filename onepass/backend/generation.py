@@ -5,7 +5,7 @@ constrain a generation at all.
 Owns: the request body of a generation (vLLM 0.32: `structured_outputs`, greedy, log-probs on;
 docs/box.md says why each field) and reading its text and per-token log-probs.
 Never: builds the prompt or the constraint (kinds/ do) or interprets what was written.
-Called by parts.py and think.py, and at start-up (the probe).
+Called by generate.py and think.py, and at start-up (the probe).
 """
 from __future__ import annotations
 

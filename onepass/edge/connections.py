@@ -163,8 +163,9 @@ class Handler(socketserver.BaseRequestHandler):
                 reading, unread = False, 0
                 self.reader.end()  # answering is bounded by the engine timeouts, not this one
                 self.conn.set(WORKING)
-                with self.server.watcher.watching(self.request, self.call):
-                    doc = service.handle(adapter, raw, head.fields, hold)
+                with self.server.watcher.watching(self.request, self.call), \
+                        service.pace.timed():
+                    doc = service.pipeline.decide(adapter, raw, head.fields, hold)
             finally:
                 hold.release()
                 service.slots.give()

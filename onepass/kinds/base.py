@@ -4,7 +4,8 @@ its answer needs, how they make its answer, its limits, warm-up and renderings o
 Owns: the Kind base class (every hook a kind must or may provide), the plan a kind makes for
 one question (Plan: its label reads and its constrained generation), the size limits both APIs
 share, and the helpers several kinds share (option listings, the criteria and entries checks).
-Never: imports another kind, or the stages that call it (parts, layout, readout, the adapters):
+Never: imports another kind, or the steps that call it (fit, layout, readout, generate, the
+adapters):
 they ask the registry (kinds/__init__.py) for a kind by name.
 """
 from __future__ import annotations

@@ -171,9 +171,9 @@ def present_question(q: Question) -> Question:
 
 def tempered(p_yes: float, temperature: float, bias: float = 0.0) -> float:
     """`present` with the profile's present temperature and bias on top of the noul read's own:
-    sigmoid(logit(p) / T + bias), exact at 0 and 1. The bias moves where yes begins: a model
-    trained on as many misnamed questions as named ones leans to no where most named objects
-    are there (run 31: best threshold 0.44, not 0.5)."""
+    sigmoid(logit(p) / T + bias), exact at 0 and 1. The bias moves where yes begins, which a
+    temperature cannot: a model trained on as many misnamed questions as named ones leans to
+    no where most named objects are there."""
     if p_yes <= 0.0 or p_yes >= 1.0 or (temperature == 1.0 and bias == 0.0):
         return p_yes
     z = math.log(p_yes / (1.0 - p_yes)) / temperature + bias

@@ -11,12 +11,12 @@ from __future__ import annotations
 import math
 
 # The modes that make a box, each with its own confidence feature: the generation's digit
-# tokens' mean log-prob, the edge reads' mean top-band log-prob. One {a, b} map fits both only
-# by chance (run 25: fitted on edges, generate's ECE was 0.66), so a profile may map each.
+# tokens' mean log-prob, the edge reads' mean top-band log-prob. The two are on different
+# scales, so one {a, b} map fits both only by chance: a profile may map each.
 MAPPED = ("generate", "edges")
 # What a map reads (its optional "feature"): the box's mean log-prob as above, or the log of
-# its area as a share of the image. Run 26's edge reads split between two bands on a precise
-# edge, so their log-prob no longer ranked hits (eval AUC 0.46); box size did (0.83: small
+# its area as a share of the image. A model trained to split an edge between two bands reads
+# a precise edge with a low log-prob, so the log-prob does not rank hits; size does (small
 # boxes miss IoU 0.5 by a band's width, large ones do not). docs/box.md, "Calibration".
 FEATURES = ("logprob", "log_area")
 MIN_AREA = 1e-6  # a degenerate (zero-width) box's area, so its log stays finite
@@ -66,10 +66,8 @@ def confidence(x, settings: dict) -> float:
 def hybrid(generated: float | None, edges: float | None) -> str:
     """Which mode's box a hybrid question answers, from each box's calibrated confidence (None:
     that mode found no box): the more confident one, the generated one on a tie (or when
-    neither was found). Why not "the tighter of two agreeing boxes, else the generated one"
-    (until run 26): with a map per mode the confidences are comparable, and that rule answered
-    run 26's weaker generated box on most items (Acc@0.5 0.383 against edges' 0.840,
-    docs/box.md)."""
+    neither was found). With a map per mode the two confidences are comparable, so the pick
+    follows whichever mode is likelier right on this item, not a fixed preference for one."""
     if edges is None or (generated is not None and generated >= edges):
         return "generate"
     return "edges"

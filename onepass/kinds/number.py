@@ -18,8 +18,8 @@ from .base import Generation, Kind, Limit, Plan, generation_refusal
 
 # A plain decimal: an optional minus, an integer of at most 12 digits without leading zeros, an
 # optional fraction of at most 6. Every prefix the grammar lets the model stop at is a whole
-# number, and the bound makes it stop: unbounded, the embedded model wrote "12.5000000000000"
-# until the token cap cut it (2026-12-01). At most 20 characters, so 24 tokens always finish.
+# number, and the bound makes it stop: unbounded, a model can write "12.5000000000000" until
+# the token cap cuts it. At most 20 characters, so 24 tokens always finish.
 PATTERN = r"-?(0|[1-9][0-9]{0,11})(\.[0-9]{1,6})?"
 WHOLE = re.compile(PATTERN)
 MAX_DIGITS = 40  # a value read from more digits is not a float worth reporting

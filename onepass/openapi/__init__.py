@@ -7,6 +7,7 @@ Never: checks requests against it (the adapters do) or changes a route's behavio
 """
 from __future__ import annotations
 
+from .. import tryit
 from ..api.checks import MAX_OPTIONS
 from . import schemas as s
 
@@ -139,6 +140,9 @@ def try_page() -> dict:
     files = {"/": ("the try-it page", "try_root", "text/html"),
              "/try": ("the try-it page", "try_page", "text/html"),
              "/try/app.js": ("the try-it page's script", "try_script", "text/javascript"),
+             **{f"/try/{name}": (f"the try-it page's script module {name}",
+                                 f"try_script_{name.removesuffix('.js')}", "text/javascript")
+                for name in tryit.MODULES if name != "app.js"},
              "/try/style.css": ("the try-it page's style sheet", "try_style", "text/css")}
     routes = {path: {"get": {"summary": summary, "operationId": op, "security": [],
                              "responses": {"200": answer(summary, {"type": "string"}, ctype),

@@ -1,5 +1,6 @@
-"""The try-it page: GET / and /try (the page), /try/app.js, /try/style.css and /try/info (what
-this server serves, for the page's form), all from files shipped in this folder.
+"""The try-it page: GET / and /try (the page), its script's ES modules (/try/app.js, which
+imports /try/page.js, /try/form.js, /try/request.js and /try/answers.js), /try/style.css and
+/try/info (what this server serves, for the page's form), all from files shipped in this folder.
 
 Owns: the page's files and their headers (a strict Content-Security-Policy: no inline code, no
 request leaves this origin), and the info document the page builds its form from.
@@ -15,15 +16,19 @@ from functools import lru_cache
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+# The page's script: app.js, the module page.html loads, and the modules it imports (each
+# served as JavaScript: a browser refuses a module script of any other type).
+MODULES = ("app.js", "page.js", "form.js", "request.js", "answers.js")
 # path -> (file in this folder, content type); /try/info is built, not read
 FILES = {"/": ("page.html", "text/html; charset=utf-8"),
          "/try": ("page.html", "text/html; charset=utf-8"),
-         "/try/app.js": ("app.js", "text/javascript; charset=utf-8"),
+         **{f"/try/{name}": (name, "text/javascript; charset=utf-8") for name in MODULES},
          "/try/style.css": ("style.css", "text/css; charset=utf-8")}
 INFO = "/try/info"
 PATHS = (*FILES, INFO)
-# Nothing inline, nothing from another origin: the page's script and style are its own files,
-# its only calls go to this server, images it shows are the user's own (data: / blob: URLs).
+# Nothing inline, nothing from another origin: the page's script and style are its own files
+# (script-src 'self' admits its modules and their imports, all from this origin), its only calls
+# go to this server, images it shows are the user's own (data: / blob: URLs).
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; "
        "connect-src 'self'; form-action 'none'; frame-ancestors 'none'; base-uri 'none'")
 HEADERS = {"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff",

@@ -113,7 +113,8 @@ def service(stack, tmp_path_factory):
 
 
 def ask(service, body: dict) -> dict:
-    return service.handle(systemone, json.dumps({"model": "jev-latest", **body}).encode(), {})
+    return service.pipeline.decide(systemone, json.dumps({"model": "jev-latest", **body}).encode(),
+                                   {})
 
 
 def test_a_toy_kind_is_one_module_one_line_and_its_keys(service):

@@ -183,7 +183,7 @@ def test_key_is_sent_as_the_header_and_kept_nowhere(stack, watched, tmp_path):
 
 def test_page_routes_obey_the_edge(stack):
     """The page's files under the same edge: strict headers; other methods 405."""
-    for path in ("/", "/try", "/try/app.js", "/try/style.css"):
+    for path in ("/", "/try", *(f"/try/{name}" for name in tryit.MODULES), "/try/style.css"):
         status, headers, _ = raw_get(stack.url, path)
         assert status == 200 and headers["x-content-type-options"] == "nosniff"
         assert "script-src 'self'" in headers["content-security-policy"]

@@ -151,7 +151,8 @@ class TestRoutes(unittest.TestCase):
         info, which share /try's; nothing else has one."""
         self.assertEqual(set(telemetry.ROUTES), {telemetry.route_of(p) for p in ROUTES})
         self.assertEqual({p for p in ROUTES if telemetry.route_of(p) == "/try"},
-                         {"/", "/try", "/try/app.js", "/try/style.css", "/try/info"})
+                         {"/", "/try", "/try/app.js", "/try/page.js", "/try/form.js",
+                          "/try/request.js", "/try/answers.js", "/try/style.css", "/try/info"})
 
     def test_openapi_document(self):
         status, ctype, text = get(self.server, "/openapi.json", KEY)

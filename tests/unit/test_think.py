@@ -9,7 +9,7 @@ import unittest
 from concurrent.futures import Future
 from unittest import mock
 
-from onepass import answering, parts, think
+from onepass import fit, reread, think
 from onepass.kinds.base import Job
 from onepass.prompt import fitting
 from onepass.decision import NOUL, NUMBER, Answer, Decision, Option, Outcome, Question
@@ -21,7 +21,7 @@ YES = (Option("true", None), Option("false", None))
 
 class Reader:
     """What think.step uses of the reader: the profile, fitting and generations; the re-read
-    after the thoughts (answering.answer) is recorded and answered by `answer`."""
+    after the thoughts (reread.answer) is recorded and answered by `answer`."""
 
     def __init__(self):
         self.profile, self.labels = PROFILE, LABELS
@@ -44,16 +44,23 @@ class Reader:
 
 
 def step(reader, d, s, first):
-    with mock.patch.object(answering, "answer", reader.answer):
-        return think.step(reader, d, s, first)
+    assert s.asked is d  # the Split carries the request's Decision
+    with mock.patch.object(reread, "answer", reader.answer):
+        return think.step(s, first, reader)
 
 
 def split(d):
-    return parts.split(d, Job(d.images, PROFILE, types.SimpleNamespace(number_max_tokens=24),
+    return fit.split(d, Job(d.images, PROFILE, types.SimpleNamespace(number_max_tokens=24),
                               LABELS))
 
 
 class TestThink(unittest.TestCase):
+    def test_a_request_that_does_not_reason_passes_through(self):
+        d = Decision("m", "ticket", (Question(NOUL, "Refund?", YES),), reasoning=Ask("off"))
+        first = Outcome((Answer(NOUL, (0.5, 0.5), 0.0, 0.5, 1),), 7, "causal")
+        for asked in (d, Decision("m", "ticket", d.questions)):
+            self.assertEqual(step(Reader(), asked, split(asked), first), (first, {}, None))
+
     def test_auto_thinks_for_the_unsure_and_blends_half_and_half(self):
         """auto: of a sure and an unsure noul, only the unsure one thinks (a number does not);
         its thought prompt opens the answer turn; it is read again with the whole thought

@@ -1,4 +1,4 @@
-"""One work budget per request (onepass/work.py, issue 25): every call of the model a request may
+"""One work budget per request (onepass/work.py): every call of the model a request may
 make (label reads, box presents and edges, thoughts, the reads after them, box and number
 generations) is counted before the first, against --max-reads as a total; over it is a 422 with no
 call made, and a request within it makes no more calls than it was counted for.
@@ -8,7 +8,7 @@ import unittest
 from concurrent.futures import Future
 from dataclasses import replace
 
-from onepass import config, parts, work
+from onepass import config, fit, generate, readout, reads, reread, think, work
 from onepass.backend.engine import MAX_LOGPROB_TOKEN_IDS
 from onepass.backend.probes import Facts
 from onepass.images.formats import Image
@@ -61,13 +61,19 @@ def pipeline(max_reads: int, labels=LABELS) -> Pipeline:
 
 
 def answer(pipe: Pipeline, d: Decision):
-    """pipe.answer after what resolve fixes (the profile's layout and calibration)."""
-    return pipe.answer(resolved(d, PROFILE))
+    """Pipeline.decide's steps from fit to generate, after what resolve fixes (the profile's
+    layout and calibration): a Decision built here has no body to parse."""
+    d, reader = resolved(d, PROFILE), pipe.reader
+    job = Job(d.images, PROFILE, pipe.settings, pipe.facts.labels)
+    s = fit.plan(d, job, reader, pipe.settings.max_reads)
+    s = readout.first(reads.read(s, reader))
+    outcome, starts, spent = think.step(s, reread.step(s, reader), reader)
+    return generate.step(s, outcome, starts, spent, reader)
 
 
-def split(d: Decision, labels=LABELS) -> parts.Split:
+def split(d: Decision, labels=LABELS) -> fit.Split:
     settings = config.load(["--port", "0"], environ={})
-    return parts.split(resolved(d, PROFILE), Job(d.images, PROFILE, settings, labels))
+    return fit.split(resolved(d, PROFILE), Job(d.images, PROFILE, settings, labels))
 
 
 def choices(n: int, reasoning=None, layout=AS_READS) -> Decision:
@@ -120,7 +126,7 @@ class TestWorkBudget(unittest.TestCase):
             "convention": {"units": "grid", "order": "xyxy", "scale": 1000},
             "confidence": {"a": 1.0, "b": 0.0}, "present_temperature": 1.0}))
         job = Job(d.images, vision, config.load(["--port", "0"], environ={}), LABELS)
-        self.assertEqual(work.plan(d, parts.split(resolved(d, PROFILE), job), LABELS),
+        self.assertEqual(work.plan(d, fit.split(resolved(d, PROFILE), job), LABELS),
                          work.Calls(reads=1 + 4 + 1, thoughts=0, rereads=0, generations=1))
 
     def test_a_read_of_more_labels_than_one_call_returns_counts_each_slice(self):

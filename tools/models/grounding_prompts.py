@@ -124,7 +124,7 @@ def examples(svc: Service, rec: Recorder, item: dict, image_url: str) -> list[tu
             "questions": {"q": {"type": "box", "instructions": item["instructions"],
                                 "box": {"mode": "hybrid"}}}}
     rec.bodies.clear()
-    svc.handle(ADAPTERS["/v1/systemone"], json.dumps(body).encode(),
+    svc.pipeline.decide(ADAPTERS["/v1/systemone"], json.dumps(body).encode(),
                {"Content-Type": "application/json"})
     reads = [b for b in rec.bodies if "logprob_token_ids" in b]
     gens = [b for b in rec.bodies if "logprob_token_ids" not in b]

@@ -1,13 +1,13 @@
 """Stdlib-only tests of the number kind: what its constraint admits, reading the generated text,
 its confidence from the answer's own tokens, the question on /v1/systemone and the 400 on
-/v1/decisions, and number questions in parts.split/fold beside read questions.
+/v1/decisions, and number questions in fit.split and generate.fold beside read questions.
 Run: python3 -S -m unittest tests.unit.kinds.test_number
 """
 import math
 import types
 import unittest
 
-from onepass import parts
+from onepass import fit, generate
 from onepass.api import Limits, decisions, systemone
 from onepass.decision import BOX, NOUL, NUMBER, Answer, Decision, Option, Outcome, Question
 from onepass.errors import InvalidRequest
@@ -82,13 +82,13 @@ class TestNumber(unittest.TestCase):
 
 class TestNumbersInParts(unittest.TestCase):
     def test_numbers_need_no_read_and_fold_back_in_place(self):
-        """parts: a number between two read questions is left out of the reads; its answer,
+        """fit.split and generate.fold: a number between two read questions is left out of the reads; its answer,
         tokens and prompt count come from its generation, in the request's place; a selection
         of the second read question is reported under its request index."""
         yes = (Option("true", None), Option("false", None))
         d = Decision("m", "s", (Question(NOUL, "A?", yes), Question(NUMBER, "How many?", ()),
                                 Question(NOUL, "B?", yes)))
-        s = parts.split(d, JOB)
+        s = fit.split(d, JOB)
         self.assertEqual((s.position, s.own), ((0, None, 1), 2))
         self.assertEqual([p.generation is not None for p in s.plans], [False, True, False])
         self.assertEqual(s.plans[1].generation.structured, number.constraint())
@@ -96,7 +96,7 @@ class TestNumbersInParts(unittest.TestCase):
         first = Answer(NOUL, (0.7, 0.3), 0.0, 0.7, 0)
         second = Answer(NOUL, (0.2, 0.8), 0.0, 0.2, 1)
         reads = Outcome((first, second), 50, "causal", selections=(Selection(1, 5, 9, "bm25"),))
-        out = parts.fold(d, s, reads, {1: ("12", [("12", -0.1), ("", 0.0)], False, 30)}, JOB)
+        out = generate.fold(d, s, reads, {1: ("12", [("12", -0.1), ("", 0.0)], False, 30)}, JOB)
         self.assertEqual(out.answers[0], first)
         self.assertEqual(out.answers[2], second)
         self.assertEqual((out.answers[1].number, out.answers[1].text), (12.0, "12"))

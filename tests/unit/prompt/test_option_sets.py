@@ -10,7 +10,7 @@ import itertools
 import unittest
 from dataclasses import replace
 
-from onepass import config
+from onepass import config, resolve
 from onepass.backend import set_probe, set_read
 from onepass.decision import Decision, Option, Question
 from onepass.errors import BadRequest, InvalidRequest
@@ -144,11 +144,11 @@ class TestSetPrompt(unittest.TestCase):
 class TestRefusal(unittest.TestCase):
     def test_a_request_asking_for_option_sets_without_the_plugin_is_400(self):
         from onepass.backend.probes import Facts
-        from onepass.pipeline import Pipeline
-        settings = config.load(["--port", "0"], environ={})
+        profile = config.load(["--port", "0"], environ={}).model
         for sets in (False, True):
-            pipe = Pipeline(settings, None, None, Facts(LABELS, 100_000, False, "", None, sets))
-            ask = lambda: pipe.resolve_options({"layout": {"option_sets": True}})  # noqa: E731
+            facts = Facts(LABELS, 100_000, False, "", None, sets)
+            ask = lambda: resolve.options({"layout": {"option_sets": True}},  # noqa: E731
+                                          profile, facts)
             if sets:
                 self.assertTrue(ask()[0].option_sets)
             else:
@@ -158,20 +158,19 @@ class TestRefusal(unittest.TestCase):
 
 class TestOverrides(unittest.TestCase):
     def test_a_request_for_listing_techniques_gets_listings(self):
-        """Pipeline.resolve_options on a profile with option sets: a request asking for repeat
-        or orders above 1 without naming option_sets reads listings; naming both is a 422."""
+        """resolve.options on a profile with option sets: a request asking for repeat or
+        orders above 1 without naming option_sets reads listings; naming both is a 422."""
         from onepass.backend.probes import Facts
-        from onepass.pipeline import Pipeline
-        settings = config.load(["--port", "0"], environ={})
-        settings = replace(settings, model=replace(settings.model, layout=replace(
-            settings.model.layout, option_sets=True)))
-        pipe = Pipeline(settings, None, None, Facts(LABELS, 100_000, False, "", None, True))
-        self.assertTrue(pipe.resolve_options({"layout": {"guard_line": True}})[0].option_sets)
+        profile = config.load(["--port", "0"], environ={}).model
+        profile = replace(profile, layout=replace(profile.layout, option_sets=True))
+        facts = Facts(LABELS, 100_000, False, "", None, True)
+        self.assertTrue(resolve.options({"layout": {"guard_line": True}}, profile,
+                                        facts)[0].option_sets)
         for asked in ({"repeat": 2}, {"orders": 8, "orders_as_reads": True}):
-            layout_ = pipe.resolve_options({"layout": asked})[0]
+            layout_ = resolve.options({"layout": asked}, profile, facts)[0]
             self.assertFalse(layout_.option_sets, asked)
             with self.assertRaises(InvalidRequest):
-                pipe.resolve_options({"layout": {**asked, "option_sets": True}})
+                resolve.options({"layout": {**asked, "option_sets": True}}, profile, facts)
 
 
 if __name__ == "__main__":

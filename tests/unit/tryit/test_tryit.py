@@ -16,7 +16,8 @@ from tests.support.inprocess_shim import start_shim, stop_shim
 from tests.support.paths import ROOT
 
 KEY = "k-try-secret"
-PAGES = ("/", "/try", "/try/app.js", "/try/style.css", "/try/info")
+SCRIPTS = tuple(f"/try/{name}" for name in tryit.MODULES)  # app.js and the modules it imports
+PAGES = ("/", "/try", *SCRIPTS, "/try/style.css", "/try/info")
 
 
 def get(server, path, method="GET", headers=None):
@@ -48,7 +49,7 @@ class Shims(unittest.TestCase):
 class TestFiles(Shims):
     def test_each_file_with_its_type_and_strict_headers(self):
         for path, ctype in (("/", "text/html"), ("/try", "text/html"),
-                            ("/try/app.js", "text/javascript"), ("/try/style.css", "text/css")):
+                            *((s, "text/javascript") for s in SCRIPTS), ("/try/style.css", "text/css")):
             status, headers, data = get(self.keyed, path)  # public even with auth on
             self.assertEqual(status, 200, path)
             self.assertTrue(headers["content-type"].startswith(ctype), path)
@@ -71,19 +72,35 @@ class TestFiles(Shims):
         self.assertEqual(re.findall(r'(?:src|href)="([^"]+)"', page),
                          ["data:,", "/try/style.css", "/try/app.js", "/openapi.json", "/health"])
         self.assertEqual(re.findall(r"<script[^>]*>([^<]+)</script>", page), [])  # no inline
+        self.assertIn('<script type="module" src="/try/app.js"></script>', page)
         self.assertNotRegex(page, r"<style|\sstyle=|\son[a-z]+=")
-        for name in ("page.html", "app.js", "style.css"):
+        for name in ("page.html", *tryit.MODULES, "style.css"):
             text = (tryit.HERE / name).read_text()
             self.assertNotRegex(text, r"https?://|@import|url\(", name)
 
     def test_the_script_keeps_the_key_nowhere(self):
-        js = (tryit.HERE / "app.js").read_text()
+        js = "\n".join((tryit.HERE / name).read_text() for name in tryit.MODULES)
         self.assertNotRegex(js, r"localStorage|sessionStorage|document\.cookie|indexedDB|"
                                 r"history\.|location\.(?:hash|search|href)\s*=|innerHTML|"
                                 r"outerHTML|insertAdjacentHTML|document\.write|eval\(")
         # fetch only this server's own routes
         self.assertEqual(sorted(set(re.findall(r'fetch\("([^"]+)"', js))),
                          ["/try/info", "/v1/systemone"])
+
+    def test_every_module_the_page_imports_is_served(self):
+        """app.js's imports, and theirs, are this folder's modules, each served as JavaScript
+        from this origin (a relative import under /try/); every module served is imported."""
+        reached, todo = set(), ["app.js"]
+        while todo:
+            name = todo.pop()
+            reached.add(name)
+            text = (tryit.HERE / name).read_text()
+            for spec in re.findall(r'^import\b[^;]*?\bfrom "([^"]+)";', text, re.M | re.S):
+                self.assertRegex(spec, r"^\./[a-z]+\.js$", name)
+                self.assertIn(f"/try/{spec[2:]}", tryit.FILES, name)
+                if spec[2:] not in reached:
+                    todo.append(spec[2:])
+        self.assertEqual(reached, set(tryit.MODULES))
 
     def test_unknown_file_and_other_methods_are_4xx(self):
         self.assertEqual(get(self.open, "/try/nope.js")[0], 404)

@@ -1,15 +1,15 @@
-"""Stdlib-only tests of label reads answered (onepass/answering.py): the re-read policy (kinds
+"""Stdlib-only tests of label reads answered (onepass/reread.py): the re-read policy (kinds
 that re-read, under calibration.reread_below, from the budget's spare calls only, the request
 written twice as often, blended 2:1) and the calibration and layout taken from the resolved
 Decision. The engine is a stub whose label log-probs are given per call: the policy around
 them is checked, never what a model would answer.
-Run: python3 -S -m unittest tests.unit.test_answering
+Run: python3 -S -m unittest tests.unit.test_reread
 """
 import math
 import unittest
 from dataclasses import replace
 
-from onepass import answering, config, work
+from onepass import config, reread, work
 from onepass.backend.probes import Facts
 from onepass.decision import CHOICE, NOUL, SCORE, Option, Question, ReadResult
 from onepass.errors import InvalidRequest, Problem
@@ -76,7 +76,7 @@ class TestReread(Case):
         """reread: only the choice under the threshold is read again; 2/3 first + 1/3 second."""
         r, budget = reader(FIRST, SECOND), spare(5)
         d = decision((SURE, UNSURE), "ticket", **below(0.8))
-        out = answering.answer(r, d, budget=budget)
+        out = reread.answer(r, d, budget=budget)
         self.assertEqual([key(x) for x in r.engine.calls[1]], ["Unsure?"])
         self.assertProbs(out.answers[0].probabilities, (0.9, 0.1))
         self.assertProbs(out.answers[1].probabilities, (0.7, 0.3))  # 0.4 + 0.3, 0.267 + 0.033
@@ -86,7 +86,7 @@ class TestReread(Case):
         """reread: the second read doubles the Decision's repeat, capped at profile.MAX_REPEAT."""
         for repeat, again in ((1, 2), (3, 4)):
             r = reader(FIRST, SECOND)
-            answering.answer(r, decision((UNSURE,), "ticket", **below(0.8, repeat=repeat)),
+            reread.answer(r, decision((UNSURE,), "ticket", **below(0.8, repeat=repeat)),
                              budget=spare(5))
             first, second = (calls[0].prompt for calls in r.engine.calls)
             self.assertEqual((first.count("Record:\nticket"), second.count("Record:\nticket")),
@@ -97,7 +97,7 @@ class TestReread(Case):
         """reread: with option_sets an unsure choice keeps its one read (a second copy would
         list its options); an unsure score beside it is still read again."""
         r = reader(FIRST, SECOND)
-        out = answering.answer(r, decision((UNSURE, LEVELS), "ticket",
+        out = reread.answer(r, decision((UNSURE, LEVELS), "ticket",
                                            **below(0.99, option_sets=True)), budget=spare(5))
         self.assertEqual([key(x) for x in r.engine.calls[1]], ["Level?"])
         self.assertProbs(out.answers[0].probabilities, (0.6, 0.4))
@@ -106,7 +106,7 @@ class TestReread(Case):
     def test_a_score_rereads_a_noul_never(self):
         """reread: a score under the threshold is read again; a noul (rereads False) never."""
         r = reader(FIRST, SECOND)
-        out = answering.answer(r, decision((YES, LEVELS), "ticket", **below(0.99)),
+        out = reread.answer(r, decision((YES, LEVELS), "ticket", **below(0.99)),
                                budget=spare(5))
         self.assertEqual([key(x) for x in r.engine.calls[1]], ["Level?"])
         self.assertProbs(out.answers[0].probabilities, (0.6, 0.4))
@@ -119,7 +119,7 @@ class TestReread(Case):
                  (below(0.8), frozenset(), None), (below(0.8), frozenset(), 0))
         for fields, fixed, calls in cases:
             r, budget = reader(FIRST, SECOND), None if calls is None else spare(calls)
-            out = answering.answer(r, decision((UNSURE,), "ticket", **fields), fixed, budget)
+            out = reread.answer(r, decision((UNSURE,), "ticket", **fields), fixed, budget)
             self.assertEqual((len(r.engine.calls), out.rereads), (1, 0), (fields, fixed))
             self.assertProbs(out.answers[0].probabilities, (0.6, 0.4))
             if budget is not None:
@@ -135,7 +135,7 @@ class TestReread(Case):
                 raise InvalidRequest([Problem(("state",), "too long", "too_long")])
             return first(reads)
         r.engine.read_all = once
-        out = answering.answer(r, decision((UNSURE,), "ticket", **below(0.8)), budget=spare(5))
+        out = reread.answer(r, decision((UNSURE,), "ticket", **below(0.8)), budget=spare(5))
         self.assertProbs(out.answers[0].probabilities, (0.6, 0.4))
         self.assertEqual((len(r.engine.calls), out.rereads), (1, 0))
         self.assertEqual(out.reread_below, 0.8)
@@ -146,17 +146,17 @@ class TestResolved(Case):
         """answer: the resolved Decision's temperature applies, not the profile's."""
         hot = replace(PROFILE.calibration, temperature={**PROFILE.calibration.temperature,
                                                         "choice": 2.0})
-        out = answering.answer(reader(FIRST), decision((UNSURE,), "t", calibration=hot,
+        out = reread.answer(reader(FIRST), decision((UNSURE,), "t", calibration=hot,
                                                        layout=PROFILE.layout))
         want = math.sqrt(0.6) / (math.sqrt(0.6) + math.sqrt(0.4))  # (0.6, 0.4) at T = 2
         self.assertAlmostEqual(out.answers[0].probabilities[0], want, places=12)
-        plain = answering.answer(reader(FIRST), resolved(decision((UNSURE,), "t"), PROFILE))
+        plain = reread.answer(reader(FIRST), resolved(decision((UNSURE,), "t"), PROFILE))
         self.assertProbs(plain.answers[0].probabilities, (0.6, 0.4))
 
     def test_the_decisions_layout_applies(self):
         """answer: the resolved Decision's layout is the one read (its repeat in the prompt)."""
         r = reader(FIRST)
-        answering.answer(r, decision((UNSURE,), "ticket", **below(0.0, repeat=3)))
+        reread.answer(r, decision((UNSURE,), "ticket", **below(0.0, repeat=3)))
         self.assertEqual(r.engine.calls[0][0].prompt.count("Record:\nticket"), 3)
 
 

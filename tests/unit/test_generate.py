@@ -1,17 +1,18 @@
-"""Stdlib-only tests of the generic planner (onepass/parts.py) with the kinds that plan more than
+"""Stdlib-only tests of the split into calls (onepass/fit.py) and the fold into answers
+(onepass/generate.py) with the kinds that plan more than
 one read of themselves (box) and the pure pieces box combines with: the split into reads (each
 question's first read in place, further reads after), folding the parts into one answer through
 the kind's combine (present temperature, convention, confidence, hybrid choice, counts), the
 edges' box, the processor's resize for pixel conventions. No vLLM: the reads' answers and generations are
 given; what vLLM returns is tested live (tests/live/test_box_live.py).
-Run: python3 -S -m unittest tests.unit.test_parts
+Run: python3 -S -m unittest tests.unit.test_generate
 """
 import math
 import types
 import unittest
 from dataclasses import replace
 
-from onepass import parts
+from onepass import fit, generate
 from onepass.decision import BOX, NOUL, SCORE, Answer, Decision, Option, Outcome, Question
 from onepass.images.formats import Image
 from onepass.kinds import box, box_confidence, box_geometry
@@ -52,17 +53,17 @@ def outcome(answers, **counts):
 
 class TestSplit(unittest.TestCase):
     def test_present_in_place_edges_after(self):
-        """parts.split: each box's place holds its present noul; edges and hybrid append four
+        """fit.split: each box's place holds its present noul; edges and hybrid append four
         score questions over the bands; generate appends none and plans a generation;
         internal names the parts."""
         d = decision("generate", "edges", "hybrid")
-        s = parts.split(d, JOB)
+        s = fit.split(d, JOB)
         kinds = [q.kind for q in s.reads.questions]
         self.assertEqual(kinds, [NOUL] * 4 + [SCORE] * 8)
         self.assertEqual(s.parts, ((), (), (4, 5, 6, 7), (8, 9, 10, 11)))
         self.assertEqual((s.own, s.position), (4, (0, 1, 2, 3)))
         self.assertEqual([p.generation is not None for p in s.plans], [False, True, False, True])
-        self.assertEqual(parts.internal(d, s), {1, 2, 3} | set(range(4, 12)))
+        self.assertEqual(fit.internal(d, s), {1, 2, 3} | set(range(4, 12)))
         self.assertIn("thing edges", s.reads.questions[2].instructions)
         self.assertIn("left edge of thing edges", s.reads.questions[4].instructions)
         self.assertEqual([len(q.options) for q in s.reads.questions[4:]], [10] * 8)
@@ -71,15 +72,15 @@ class TestSplit(unittest.TestCase):
 
 class TestFold(unittest.TestCase):
     def test_generate(self):
-        """parts.fold: the generated box in fractions, its calibrated confidence from the digit
+        """generate.fold: the generated box in fractions, its calibrated confidence from the digit
         tokens' mean log-prob, present through the present temperature, the generation's
         prompt and output tokens counted."""
         d = decision("generate")
-        s = parts.split(d, JOB)
+        s = fit.split(d, JOB)
         tokens = [('{"box": [', 0.0), ("250", -0.5), (", ", 0.0), ("125", -0.5), (", ", 0.0),
                   ("750", -0.5), (", ", 0.0), ("625", -0.5), ("]}", 0.0)]
         gen = {1: ('{"box": [250, 125, 750, 625]}', tokens, False, 70)}
-        out = parts.fold(d, s, outcome([noul(0.9), noul(0.8)]), gen, JOB)
+        out = generate.fold(d, s, outcome([noul(0.9), noul(0.8)]), gen, JOB)
         b = out.answers[1].box
         self.assertEqual((b.left, b.top, b.right, b.bottom), (0.25, 0.125, 0.75, 0.625))
         self.assertEqual((b.found, b.mode, b.logprob), (True, "generate", -0.5))
@@ -89,13 +90,13 @@ class TestFold(unittest.TestCase):
         self.assertEqual((out.num_input_tokens, out.output_tokens), (170, len(tokens)))
 
     def test_not_found(self):
-        """parts.fold: null, a cut generation, or a box outside the image: not found, the whole
+        """generate.fold: null, a cut generation, or a box outside the image: not found, the whole
         image at confidence 0, present still answered."""
         d = decision("generate")
-        s = parts.split(d, JOB)
+        s = fit.split(d, JOB)
         for text, cut in (('{"box": null}', False), ('{"box": [1, 2', True),
                           ('{"box": [500, 500, 500, 900]}', False)):
-            out = parts.fold(d, s, outcome([noul(0.9), noul(0.3)]),
+            out = generate.fold(d, s, outcome([noul(0.9), noul(0.3)]),
                              {1: (text, [("1", -0.1)], cut, 10)}, JOB)
             b = out.answers[1].box
             self.assertEqual((b.found, b.confidence, b.logprob), (False, 0.0, None), text)
@@ -103,17 +104,17 @@ class TestFold(unittest.TestCase):
             self.assertLess(b.present, 0.5)
 
     def test_edges_and_hybrid(self):
-        """parts.fold: edges puts each edge at its expected band's centre; hybrid answers the
+        """generate.fold: edges puts each edge at its expected band's centre; hybrid answers the
         box of higher confidence (one map here: the edges' certain bands, feature 0, beat a
         generation at -0.1; a generation at log-prob 0 ties and wins); selections of the
         internal questions are dropped."""
         d = decision("edges", "hybrid")
-        s = parts.split(d, JOB)
+        s = fit.split(d, JOB)
         edge_answers = [level(2), level(1), level(7), level(6)]  # 0.25, 0.15, 0.75, 0.65
         gen_agree = ('{"box": [200, 100, 800, 700]}', [("200", -0.1)], False, 5)
         reads = outcome([noul(0.5), noul(0.6), noul(0.6)] + edge_answers * 2,
                         selections=(types_sel(0), types_sel(1), types_sel(5)))
-        out = parts.fold(d, s, reads, {2: gen_agree}, JOB)
+        out = generate.fold(d, s, reads, {2: gen_agree}, JOB)
         e, h = out.answers[1].box, out.answers[2].box
         self.assertEqual(e.mode, "edges")
         for got, want in zip((e.left, e.top, e.right, e.bottom), (0.25, 0.15, 0.75, 0.65)):
@@ -122,25 +123,25 @@ class TestFold(unittest.TestCase):
         self.assertEqual((h.mode, h.left, h.confidence), ("edges", e.left, e.confidence))
         self.assertEqual([sel.question for sel in out.selections], [0, 1])
         sure = ('{"box": [0, 0, 100, 100]}', [("100", 0.0)], False, 5)
-        h = parts.fold(d, s, reads, {2: sure}, JOB).answers[2].box
+        h = generate.fold(d, s, reads, {2: sure}, JOB).answers[2].box
         self.assertEqual((h.mode, h.right, h.confidence), ("generate", 0.1, e.confidence))
         null = ('{"box": null}', [], False, 5)
-        self.assertEqual(parts.fold(d, s, reads, {2: null}, JOB).answers[2].box.mode,
+        self.assertEqual(generate.fold(d, s, reads, {2: null}, JOB).answers[2].box.mode,
                          "edges")
 
     def test_each_mode_through_its_own_map(self):
-        """parts.fold: with a map per mode, a box's confidence comes from the map of the mode
+        """generate.fold: with a map per mode, a box's confidence comes from the map of the mode
         that made it, never the other's; hybrid compares the two so mapped."""
         maps = {"generate": {"a": 2.0, "b": 1.0}, "edges": {"a": -1.0, "b": 0.5}}
         job = replace(JOB, profile=types.SimpleNamespace(
             vision=types.SimpleNamespace(box={**SETTINGS, "confidence": maps}),
             calibration=PROFILE.calibration))
         d = decision("edges", "generate", "hybrid")
-        s = parts.split(d, job)
+        s = fit.split(d, job)
         edges = [level(2, p=0.5), level(1), level(7), level(6)]  # feature log(0.5) / 4
         gen = ('{"box": [0, 0, 100, 100]}', [("0", -0.5), ("100", -0.5)], False, 5)
         reads = outcome([noul(0.5)] * 4 + edges * 2)
-        out = parts.fold(d, s, reads, {2: gen, 3: gen}, job)
+        out = generate.fold(d, s, reads, {2: gen, 3: gen}, job)
         e, g, h = (a.box for a in out.answers[1:])
         z = -1.0 * (math.log(0.5) / 4) + 0.5
         self.assertAlmostEqual(e.confidence, 1 / (1 + math.exp(-z)))
