@@ -192,8 +192,17 @@ def test_shim_drains_on_sigterm(stack):
     for t in threads:
         t.start()
     time.sleep(3)
+    # a longer decision in flight on "a" when it is told to stop: the drain lasts while it is
+    # answered, long enough for the balancer's polls to see "draining" (a drain of the short
+    # ones alone can end between two polls)
+    slow = threading.Thread(target=lambda: outcomes.append(request(
+        shims["a"][1], "POST", "/v1/systemone",
+        body({f"r{i}": NOUL for i in range(24)}), timeout=120)[0]))
+    slow.start()
+    time.sleep(0.3)
     shims["a"][0].send_signal(signal.SIGTERM)
     assert shims["a"][0].wait(timeout=60) == 0
+    slow.join(timeout=60)
     time.sleep(2)
     done.set()
     for t in threads:
