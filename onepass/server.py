@@ -71,7 +71,6 @@ class Service:
         self.slots = admission.Slots(settings.max_in_flight)
         self.pace = pace.Pace()  # the expected time to answer, against each request's deadline
         self.loopback = admission.binds_loopback(settings.host)  # auth off: local callers only
-        self.body_limits = body.limits(settings)  # the edge's claim before a body is read
         self.bodies = body_budget.Budget(settings.body_budget_bytes, settings.body_budget_wait_s)
         telemetry.watch(self)  # the in-flight and phase gauges read it at scrape time
 
@@ -124,7 +123,7 @@ class Service:
         """Before an admitted request's body is read: what the body may take, claimed of the
         body budget in `hold` (which its caller releases once answered); the wire limit. Past
         the wire limit a 413; no room for the claim in time a 529."""
-        claim, limit = body.claim(headers, length, self.body_limits)
+        claim, limit = body.claim(headers, length, self.pipeline.body_limits)  # admitted: ready
         hold.take(claim)
         return limit
 
