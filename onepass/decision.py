@@ -1,6 +1,6 @@
 """The one internal decision model that every stage exchanges.
 
-Owns: Decision, Question, Option, Read, ReadResult and Answer (frozen dataclasses).
+Owns: Decision, Question, Option, Read, ReadResult, Generated and Answer (frozen records).
 Never: parses JSON, knows an API's field names, or talks to vLLM.
 In: built by the pipeline from an adapter's Request. Out: read by prompt/, backend/, readout and
 the adapter.
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import NamedTuple
 
 # The question kinds the core names (each is a unit in kinds/, where the registry lives).
 NOUL, CHOICE, SCORE, BOX, NUMBER = "noul", "choice", "score", "box", "number"
@@ -84,6 +85,14 @@ class ReadResult:
     label_logprobs: tuple[float, ...]  # natural log, full-vocabulary log-softmax
     num_prompt_tokens: int
     num_cached_tokens: int = 0  # of those, served from vLLM's prefix cache
+
+
+class Generated(NamedTuple):
+    """One short generation: what the model wrote after a read's prompt."""
+    text: str
+    tokens: list  # (token text, log-prob) per generated token
+    cut: bool  # stopped by the token cap or the wall-clock deadline
+    prompt_tokens: int  # the prompt's tokens, image tokens included
 
 
 @dataclass(frozen=True)

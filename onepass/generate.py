@@ -27,7 +27,7 @@ def step(s: Split, outcome: Outcome, starts: dict, spent, reader) -> Outcome:
 
 
 def start(decision: Decision, s: Split, reader, thoughts: dict) -> dict:
-    """{request index: future of (text, tokens, cut, prompt tokens)}: every planned generation
+    """{request index: future of its decision.Generated}: every planned generation
     laid out (after its question's thought, if it thought), fitted within the context less its
     token cap, all sent at once. Causal always: a generation decodes."""
     jobs = [(i, replace(p.generation.question, assistant=thoughts.get(i, "")),
@@ -53,7 +53,7 @@ def fold(decision: Decision, s: Split, outcome: Outcome, generated: dict, job) -
             outcome.answers[j] for j in s.parts[i]]
         made = generated.get(i)
         if made is not None:
-            extra_in, extra_out = extra_in + made[3], extra_out + len(made[1])
+            extra_in, extra_out = extra_in + made.prompt_tokens, extra_out + len(made.tokens)
         answers.append(kinds.get(q.kind).combine(q, mine, made, job))
     request_of = {p: i for i, p in enumerate(s.position) if p is not None}
     selections = tuple(replace(sel, question=request_of[sel.question])

@@ -59,6 +59,6 @@ class Reader:
         return decision
 
     def generate(self, read, structured, max_tokens: int, stop=(), deadline=None):
-        """A future of (text, (token, log-prob) pairs, cut, prompt tokens)."""
+        """A future of the generation's decision.Generated."""
         return self.engine.submit(generation.generate, self.engine, read, structured,
                                   max_tokens, stop, deadline)

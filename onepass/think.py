@@ -63,14 +63,13 @@ def step(s, outcome: Outcome, reader):
     futures = [reader.generate(firsts[j], None, cap, settings.stop, deadline)
                for j in range(len(who))]
     written = [f.result() for f in futures]
-    thoughts = tuple(Thought(i, text, len(tokens), cut)
-                     for i, (text, tokens, cut, _) in zip(who, written))
+    thoughts = tuple(Thought(i, w.text, len(w.tokens), w.cut) for i, w in zip(who, written))
     # a thought is the model's text about the client's: it is read again as text, whatever
     # markers the client led it to write
     starts = {t.question: reasoning.block(settings, neutral(t.text, reader.profile))
               for t in thoughts}
-    spent_in = sum(w[3] for w in written)
-    spent_out = sum(len(w[1]) for w in written)
+    spent_in = sum(w.prompt_tokens for w in written)
+    spent_out = sum(len(w.tokens) for w in written)
     outcome = _read_again(reader, decision, s, outcome, starts)
     return (replace(outcome, num_input_tokens=outcome.num_input_tokens + spent_in,
                     output_tokens=outcome.output_tokens + spent_out,

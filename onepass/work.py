@@ -34,8 +34,8 @@ def read_calls(questions, labels, opts) -> int:
     """The engine calls of the label reads of `questions`, laid out as layout would: a read
     with more label ids than vLLM returns per call is read in slices (Engine.read), a call
     each."""
-    return sum(-(-len(pairs) // MAX_LOGPROB_TOKEN_IDS) for q in questions
-               for _, pairs, _, _ in kinds.get(q.kind).listings(q, labels, opts))
+    return sum(-(-len(listing.pairs) // MAX_LOGPROB_TOKEN_IDS) for q in questions
+               for listing in kinds.get(q.kind).listings(q, labels, opts))
 
 
 def plan(decision: Decision, split, labels) -> Calls:

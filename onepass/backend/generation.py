@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 
+from ..decision import Generated
 from ..errors import EngineFailed, EngineUnavailable, OnepassError
 from ..kinds import box as box_kind
 from . import streamed, wire
@@ -43,7 +44,7 @@ def body(engine, read, structured: dict | None, max_tokens: int, stop=()) -> tup
 
 def generate(engine, read, structured: dict | None, max_tokens: int, stop=(),
              deadline: float | None = None):
-    """(text, [(token text, log-prob)], cut, prompt tokens): one greedy generation after the
+    """A decision.Generated: one greedy generation after the
     read's prompt; `cut` when the token cap (or the wall-clock `deadline`, time.monotonic())
     stopped it; the prompt count includes image tokens."""
     route, request = body(engine, read, structured, max_tokens, stop)
@@ -55,7 +56,7 @@ def generate(engine, read, structured: dict | None, max_tokens: int, stop=(),
         prompt_tokens = int(doc["usage"]["prompt_tokens"])
     except (KeyError, TypeError, ValueError):
         raise EngineFailed("vLLM's generation lacks its usage counts") from None
-    return (*read_choice(doc, kind), prompt_tokens)
+    return Generated(*read_choice(doc, kind), prompt_tokens)
 
 
 def read_choice(doc: dict, route: str) -> tuple[str, list, bool]:

@@ -15,13 +15,14 @@ import time
 
 from . import wire
 from .. import inflight, telemetry
+from ..decision import Generated
 from ..errors import EngineFailed, EngineUnavailable
 
 MIN_WAIT_S = 0.05  # a socket timeout is never zero (that would make the socket non-blocking)
 
 
 def generate(engine, read, route: str, request: dict, kind: str, deadline: float):
-    """(text, tokens, cut, prompt tokens) as generation.generate, cut at `deadline`
+    """A decision.Generated as generation.generate gives, cut at `deadline`
     (time.monotonic()). A prompt count vLLM did not send before the cut is counted by the
     tokenizer (text only: image tokens are then missing from it)."""
     payload = wire.pieces({**request, "stream": True, "stream_options": {"include_usage": True}})
@@ -29,7 +30,7 @@ def generate(engine, read, route: str, request: dict, kind: str, deadline: float
         text, tokens, cut, prompt_tokens = _stream(engine, route, payload, kind, deadline)
     if prompt_tokens is None:  # counted after the gate is given back: it sends bodies too
         prompt_tokens = engine.count([read.prompt])[0]
-    return text, tokens, cut, prompt_tokens
+    return Generated(text, tokens, cut, prompt_tokens)
 
 
 def _stream(engine, route: str, payload: list, kind: str, deadline: float):

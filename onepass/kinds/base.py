@@ -11,11 +11,22 @@ they ask the registry (kinds/__init__.py) for a kind by name.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..decision import Answer, Option, Question
 
 MIN_LEVELS, MAX_LEVELS = 2, 10  # a score's levels, on both APIs
 MIN_OPTIONS, MAX_OPTIONS = 2, 255  # a choice's options (the contract's cap; labels may lower it)
+
+
+class Listing(NamedTuple):
+    """One way a read writes a question's options: its prompt lines (the question, the options
+    with their labels, the reply line) and, per label read, its (label, token id) pair, the
+    option it names and the listing order it sits in (several listings may share a read)."""
+    lines: list
+    pairs: tuple = ()
+    option_of_label: tuple = ()
+    order_of_label: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -80,8 +91,8 @@ class Kind:
         return Plan(reads=(q,))
 
     def combine(self, q: Question, answers: list, generated, job: Job) -> Answer:
-        """q's answer from its reads' answers (in plan order) and its generation's (text,
-        (token, log-prob) pairs, cut, prompt tokens), or None. By default its one read's."""
+        """q's answer from its reads' answers (in plan order) and its generation (a
+        decision.Generated, or None). By default its one read's."""
         return answers[0]
 
     def limit(self, settings, facts) -> Limit:
@@ -98,8 +109,8 @@ class Kind:
         needs one."""
         raise NotImplementedError
 
-    def listings(self, q: Question, labels, opts) -> list:
-        """(lines, label pairs, option_of_label, order_of_label) per read of the question."""
+    def listings(self, q: Question, labels, opts) -> list[Listing]:
+        """A Listing per read of the question."""
         raise NotImplementedError
 
     def parallel_lines(self, q: Question, opts) -> int:

@@ -20,7 +20,7 @@ from ..decision import BOX, NOUL, SCORE, Answer, Box, Option, Question
 from . import box_geometry
 from .box_confidence import (MAPPED, check_maps, confidence, finite, hybrid, map_input,
                              mode_map)
-from .base import MAX_LEVELS, Generation, Kind, Limit, Plan, generation_refusal
+from .base import MAX_LEVELS, Generation, Kind, Limit, Listing, Plan, generation_refusal
 
 MODES = ("generate", "edges", "hybrid")
 GENERATES, READS_EDGES = ("generate", "hybrid"), ("edges", "hybrid")
@@ -64,8 +64,8 @@ class BoxKind(Kind):
                            settings.get("present_bias", 0.0))
         gen = feature = raw = None
         if generated is not None:
-            text, tokens, cut, _ = generated
-            raw, feature = (None, None) if cut else read_generation(text, tokens)
+            raw, feature = ((None, None) if generated.cut
+                            else read_generation(generated.text, generated.tokens))
             conv, size = box_geometry.convention(settings["convention"]), _size(job.images)
             gen = box_geometry.to_fractions(raw, conv, size, box_geometry.resized(conv, size))
         edges = edge_feature = None
@@ -116,7 +116,7 @@ class BoxKind(Kind):
 
     def listings(self, q, labels, opts):
         """The generation's prompt: no labels to read, the JSON schema constrains the reply."""
-        return [(prompt_lines(q, q.convention), (), (), ())]
+        return [Listing(prompt_lines(q, q.convention))]
 
     def systemone_answer(self, q, a, legend):
         b = a.box

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ..decision import CHOICE, Answer, Option
 from ..errors import InvalidRequest, Problem
-from .base import (MAX_OPTIONS, MIN_OPTIONS, Kind, described, entries, is_criteria,
+from .base import (MAX_OPTIONS, MIN_OPTIONS, Kind, Listing, described, entries, is_criteria,
                    listed_lines, unknown_fields)
 
 
@@ -36,7 +36,7 @@ def _read(q, lists, order: int | None):
     option_of_label = tuple(o for _, rot in lists for o in rot)
     order_of_label = tuple((order if order is not None else j) for j, (_, rot) in enumerate(lists)
                            for _ in rot)
-    return lines, pairs, option_of_label, order_of_label
+    return Listing(lines, pairs, option_of_label, order_of_label)
 
 
 class Choice(Kind):

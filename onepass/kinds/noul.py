@@ -6,7 +6,7 @@ Owns: the noul prompt lines, its answer, the floor (calibration.noul_floor) and 
 from __future__ import annotations
 
 from ..decision import NOUL, Answer, Option
-from .base import Kind, best
+from .base import Kind, Listing, best
 
 SIDES = ("true", "false")
 
@@ -36,7 +36,7 @@ class Noul(Kind):
         if false_side.text is not None:
             lines.append(f"{no} means: {false_side.text}")
         lines.append(f"Reply with {yes} or {no} only.")
-        return [(lines, pairs, (0, 1), (0, 0))]
+        return [Listing(lines, pairs, (0, 1), (0, 0))]
 
     def calibrate(self, probs, calibration):
         """The chosen side is reported at no less than the floor; the choice never changes."""

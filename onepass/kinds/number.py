@@ -14,7 +14,7 @@ import math
 import re
 
 from ..decision import NUMBER, Answer, Question
-from .base import Generation, Kind, Limit, Plan, generation_refusal
+from .base import Generation, Kind, Limit, Listing, Plan, generation_refusal
 
 # A plain decimal: an optional minus, an integer of at most 12 digits without leading zeros, an
 # optional fraction of at most 6. Every prefix the grammar lets the model stop at is a whole
@@ -49,8 +49,8 @@ class NumberKind(Kind):
         return Plan(generation=Generation(q, constraint(), job.settings.number_max_tokens))
 
     def combine(self, q, answers, generated, job):
-        text, tokens, cut, _ = generated
-        return answer(text, tokens, cut, job.profile.calibration.number_confidence)
+        return answer(generated.text, generated.tokens, generated.cut,
+                      job.profile.calibration.number_confidence)
 
     def limit(self, settings, facts):
         return Limit(settings.max_number_questions,
@@ -69,7 +69,7 @@ class NumberKind(Kind):
         """The generation's prompt: the question and the reply line, no labels."""
         lines = [f"Question: {q.instructions}",
                  "Reply with the number only, as plain decimal digits."]
-        return [(lines, (), (), ())]
+        return [Listing(lines)]
 
     def systemone_answer(self, q, a, legend):
         return {"type": NUMBER, "number": a.number, "text": a.text, "confidence": a.confidence}

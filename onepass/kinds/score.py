@@ -9,8 +9,8 @@ from __future__ import annotations
 import math
 
 from ..decision import SCORE, Answer, Option
-from .base import (MAX_LEVELS, MIN_LEVELS, Kind, best, described, entries, is_criteria,
-                   listed_lines, unknown_fields)
+from .base import (MAX_LEVELS, MIN_LEVELS, Kind, Listing, best, described, entries,
+                   is_criteria, listed_lines, unknown_fields)
 
 
 def confidence(probs) -> float:
@@ -52,7 +52,7 @@ class Score(Kind):
             pairs = tuple(labels.score[i] for i in levels)
             lines = listed_lines(q, [(pairs, levels)], heading, "the label of the right level",
                                  lambda option: option.text)
-            out.append((lines, pairs, levels, (d,) * n))
+            out.append(Listing(lines, pairs, levels, (d,) * n))
         return out
 
     def answer(self, probs, question):

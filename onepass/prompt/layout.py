@@ -156,9 +156,9 @@ class Frame:
             raise InvalidRequest([Problem(("kwargs", "layout", "option_sets"), "option_sets "
                                           "reads text alone; send it without images",
                                           "value_error")])
-        for lines, pairs, option_of_label, order_of_label in kind.listings(q, self.labels, opts):
+        for listing in kind.listings(q, self.labels, opts):
             # instructions, option names and descriptions, levels: the kinds write them in
-            lines = [neutral(line, profile) for line in lines]
+            lines = [neutral(line, profile) for line in listing.lines]
             user = _user(self.shown + state, lines, opts)
             chat = (self.system, user) if decision.images else ()
             prompt = wrap_chat(profile, self.system, user, bool(q.assistant)) + q.assistant
@@ -167,8 +167,9 @@ class Frame:
             block = user_at if opts.question_first else head + 2  # the question's first line
             spans = set_spans(prompt, block, lines[:-1], parallel) if parallel else ()
             reads.append(Read(prompt=prompt, head_chars=head,
-                              label_token_ids=tuple(tid for _, tid in pairs),
-                              option_of_label=option_of_label, order_of_label=order_of_label,
+                              label_token_ids=tuple(tid for _, tid in listing.pairs),
+                              option_of_label=listing.option_of_label,
+                              order_of_label=listing.order_of_label,
                               question=self.i, attention_mode=decision.attention_mode,
                               whole_tokens=whole_tokens, chat=chat, assistant=q.assistant,
                               images=tuple(decision.images) * opts.repeat if chat else (),

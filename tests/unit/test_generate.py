@@ -13,7 +13,8 @@ import unittest
 from dataclasses import replace
 
 from onepass import fit, generate
-from onepass.decision import BOX, NOUL, SCORE, Answer, Decision, Option, Outcome, Question
+from onepass.decision import (BOX, NOUL, SCORE, Answer, Decision, Generated, Option, Outcome,
+                              Question)
 from onepass.images.formats import Image
 from onepass.kinds import box, box_confidence, box_geometry
 from onepass.kinds.base import Job
@@ -79,7 +80,7 @@ class TestFold(unittest.TestCase):
         s = fit.split(d, JOB)
         tokens = [('{"box": [', 0.0), ("250", -0.5), (", ", 0.0), ("125", -0.5), (", ", 0.0),
                   ("750", -0.5), (", ", 0.0), ("625", -0.5), ("]}", 0.0)]
-        gen = {1: ('{"box": [250, 125, 750, 625]}', tokens, False, 70)}
+        gen = {1: Generated('{"box": [250, 125, 750, 625]}', tokens, False, 70)}
         out = generate.fold(d, s, outcome([noul(0.9), noul(0.8)]), gen, JOB)
         b = out.answers[1].box
         self.assertEqual((b.left, b.top, b.right, b.bottom), (0.25, 0.125, 0.75, 0.625))
@@ -97,7 +98,7 @@ class TestFold(unittest.TestCase):
         for text, cut in (('{"box": null}', False), ('{"box": [1, 2', True),
                           ('{"box": [500, 500, 500, 900]}', False)):
             out = generate.fold(d, s, outcome([noul(0.9), noul(0.3)]),
-                             {1: (text, [("1", -0.1)], cut, 10)}, JOB)
+                             {1: Generated(text, [("1", -0.1)], cut, 10)}, JOB)
             b = out.answers[1].box
             self.assertEqual((b.found, b.confidence, b.logprob), (False, 0.0, None), text)
             self.assertEqual((b.left, b.top, b.right, b.bottom), box_geometry.WHOLE)
@@ -111,7 +112,7 @@ class TestFold(unittest.TestCase):
         d = decision("edges", "hybrid")
         s = fit.split(d, JOB)
         edge_answers = [level(2), level(1), level(7), level(6)]  # 0.25, 0.15, 0.75, 0.65
-        gen_agree = ('{"box": [200, 100, 800, 700]}', [("200", -0.1)], False, 5)
+        gen_agree = Generated('{"box": [200, 100, 800, 700]}', [("200", -0.1)], False, 5)
         reads = outcome([noul(0.5), noul(0.6), noul(0.6)] + edge_answers * 2,
                         selections=(types_sel(0), types_sel(1), types_sel(5)))
         out = generate.fold(d, s, reads, {2: gen_agree}, JOB)
@@ -122,10 +123,10 @@ class TestFold(unittest.TestCase):
         self.assertEqual(e.logprob, 0.0)  # every band certain
         self.assertEqual((h.mode, h.left, h.confidence), ("edges", e.left, e.confidence))
         self.assertEqual([sel.question for sel in out.selections], [0, 1])
-        sure = ('{"box": [0, 0, 100, 100]}', [("100", 0.0)], False, 5)
+        sure = Generated('{"box": [0, 0, 100, 100]}', [("100", 0.0)], False, 5)
         h = generate.fold(d, s, reads, {2: sure}, JOB).answers[2].box
         self.assertEqual((h.mode, h.right, h.confidence), ("generate", 0.1, e.confidence))
-        null = ('{"box": null}', [], False, 5)
+        null = Generated('{"box": null}', [], False, 5)
         self.assertEqual(generate.fold(d, s, reads, {2: null}, JOB).answers[2].box.mode,
                          "edges")
 
@@ -139,7 +140,7 @@ class TestFold(unittest.TestCase):
         d = decision("edges", "generate", "hybrid")
         s = fit.split(d, job)
         edges = [level(2, p=0.5), level(1), level(7), level(6)]  # feature log(0.5) / 4
-        gen = ('{"box": [0, 0, 100, 100]}', [("0", -0.5), ("100", -0.5)], False, 5)
+        gen = Generated('{"box": [0, 0, 100, 100]}', [("0", -0.5), ("100", -0.5)], False, 5)
         reads = outcome([noul(0.5)] * 4 + edges * 2)
         out = generate.fold(d, s, reads, {2: gen, 3: gen}, job)
         e, g, h = (a.box for a in out.answers[1:])

@@ -14,7 +14,8 @@ from onepass.backend.probes import Facts
 from onepass.images.formats import Image
 from onepass.kinds.base import Job
 from onepass.profile import Vision
-from onepass.decision import BOX, CHOICE, NOUL, NUMBER, Decision, Option, Question, ReadResult
+from onepass.decision import (BOX, CHOICE, NOUL, NUMBER, Decision, Generated, Option, Question,
+                              ReadResult)
 from onepass.errors import InvalidRequest
 from onepass.prompt.layout import LabelSet
 from onepass.pipeline import Pipeline
@@ -45,7 +46,7 @@ class CountingEngine:
     def submit(self, fn, *args):
         self.generations += 1
         done = Future()
-        done.set_result(("12", [("12", -0.1)], False, 10))
+        done.set_result(Generated("12", [("12", -0.1)], False, 10))
         return done
 
     @property

@@ -9,7 +9,8 @@ import unittest
 
 from onepass import fit, generate
 from onepass.api import Limits, decisions, systemone
-from onepass.decision import BOX, NOUL, NUMBER, Answer, Decision, Option, Outcome, Question
+from onepass.decision import (BOX, NOUL, NUMBER, Answer, Decision, Generated, Option, Outcome,
+                              Question)
 from onepass.errors import InvalidRequest
 from onepass.kinds import number
 from onepass.kinds.base import Job, Limit
@@ -96,7 +97,7 @@ class TestNumbersInParts(unittest.TestCase):
         first = Answer(NOUL, (0.7, 0.3), 0.0, 0.7, 0)
         second = Answer(NOUL, (0.2, 0.8), 0.0, 0.2, 1)
         reads = Outcome((first, second), 50, "causal", selections=(Selection(1, 5, 9, "bm25"),))
-        out = generate.fold(d, s, reads, {1: ("12", [("12", -0.1), ("", 0.0)], False, 30)}, JOB)
+        out = generate.fold(d, s, reads, {1: Generated("12", [("12", -0.1), ("", 0.0)], False, 30)}, JOB)
         self.assertEqual(out.answers[0], first)
         self.assertEqual(out.answers[2], second)
         self.assertEqual((out.answers[1].number, out.answers[1].text), (12.0, "12"))
