@@ -16,6 +16,7 @@ from ..kinds.base import MAX_LEVELS, MAX_OPTIONS, MIN_LEVELS, MIN_OPTIONS  # noq
 from . import Request
 
 OPTION_KEYS = ("layout", "calibration")
+WIDE = ("attention_mode", "kwargs")  # request-wide fields both APIs share, read by request()
 
 
 MAX_PROBLEMS = 100  # problems listed in one refusal; a last entry counts the rest
@@ -56,11 +57,11 @@ class Checker:
         return as_text(value)  # objects and arrays are read as compact JSON
 
 
-def requested_modes(body: dict, check: Checker) -> set[str]:
+def requested_modes(wide: dict, check: Checker) -> set[str]:
     """The modes named by `attention_mode` at top level and in `kwargs` (empty: neither)."""
-    kwargs = body.get("kwargs")
+    kwargs = wide.get("kwargs")
     found = {}
-    for loc, holder in ((("attention_mode",), body),
+    for loc, holder in ((("attention_mode",), wide),
                         (("kwargs", "attention_mode"), kwargs if isinstance(kwargs, dict) else {})):
         if "attention_mode" in holder:
             value = holder["attention_mode"]
@@ -72,10 +73,10 @@ def requested_modes(body: dict, check: Checker) -> set[str]:
     return set(found.values())
 
 
-def option_overrides(body: dict, check: Checker) -> dict:
+def option_overrides(wide: dict, check: Checker) -> dict:
     """`kwargs.layout` / `kwargs.calibration`: this request's overrides of the profile's prompt
     techniques and calibration (their values are checked by the pipeline)."""
-    kwargs = body.get("kwargs")
+    kwargs = wide.get("kwargs")
     found = {}
     for key in OPTION_KEYS:
         value = kwargs.get(key) if isinstance(kwargs, dict) else None
@@ -86,12 +87,13 @@ def option_overrides(body: dict, check: Checker) -> dict:
     return found
 
 
-def request(check: Checker, body: dict, *, model, state, questions, images=(),
+def request(check: Checker, wide: dict, *, model, state, questions, images=(),
             meta=None) -> Request:
-    """The Request, once the adapter has checked its own fields into `check`."""
-    modes = requested_modes(body, check)
-    overrides = option_overrides(body, check)
-    kwargs = body.get("kwargs")
+    """The Request, once the adapter has checked its own fields into `check`; `wide`: the
+    body's request-wide fields (WIDE) as sent."""
+    modes = requested_modes(wide, check)
+    overrides = option_overrides(wide, check)
+    kwargs = wide.get("kwargs")
     asked = reasoning.ask(kwargs.get("reasoning") if isinstance(kwargs, dict) else None,
                           ("kwargs", "reasoning"), check)
     if not questions and not check.found:  # never a Decision without a question
