@@ -1,26 +1,28 @@
 """A request body (edge/framing.py read it off the socket) decoded and parsed as JSON: the first
 thing the parse step (pipeline.Pipeline.decide) does with it, before the adapter reads any field.
 
-Owns: what a body may hold (Limits: the JSON's own bytes once decoded, a vision profile's images
-beside them, the wire), what it claims of the body budget before it is read (claim) and holds
-once decoded and counted (the hold resized before json.loads runs), Content-Encoding (gzip,
-deflate, zstd; whole streams only) with a cap on the decoded size, Content-Type checks, strict
-JSON parsing (no NaN, no number beyond a float, no lone surrogate; values and nesting counted
-before parsing, json_shape.py) and multipart/form-data (multipart.py).
-Never: interprets the JSON (the adapters do) or logs body bytes.
-In: the body bytes and its headers. Out: a JSON value, or a typed error.
+Owns: Content-Encoding (gzip, deflate, zstd; whole streams only) with a cap on the decoded size,
+Content-Type checks, multipart/form-data (multipart.py), the JSON's shape counted from its bytes
+before it is parsed (scan: its values, the commas and opening brackets outside strings, plus
+one; its nesting; its widest characters; a string no field can take), what parsing a shape may
+hold (the body budget's hold resized before json.loads runs) and strict JSON parsing (no NaN, no
+number beyond a float, no lone surrogate). json.loads builds an object per value (an empty `{}`
+costs 25 times its 3 bytes), so a body is judged by what it would build, for the price of a few
+scans at C speed (bytes.count, translate, one regex), never a Python loop over its bytes.
+Never: interprets the JSON (the adapters do), sets the limits (body_limits.py) or logs body
+bytes.
+In: the body bytes, its headers and its Limits. Out: a JSON value, or a typed error.
 """
 from __future__ import annotations
 
 import json
 import re
-import sys
 import zlib
 from dataclasses import dataclass
+from itertools import accumulate
 
-from . import json_shape, multipart
-from .decision import MAX_STATE_BYTES
-from .edge.framing import CHUNKED
+from . import body_limits, multipart
+from .body_limits import Limits
 from .errors import InvalidRequest, PayloadTooLarge, Problem, UnsupportedMediaType
 
 try:  # Python 3.14+
@@ -32,73 +34,31 @@ except ImportError:
         _zstd = None
 
 MAX_CODINGS = 2  # content codings applied on top of each other (each is bounded anyway)
-MAX_JSON_DEPTH, MAX_JSON_VALUES = json_shape.MAX_DEPTH, json_shape.MAX_VALUES
-DEFLATE_RATIO = 1032  # DEFLATE's largest expansion: a 258-byte match coded in 2 bits
-DEFLATES = ({"gzip"}, {"x-gzip"}, {"deflate"})  # one layer of these: bounded by the ratio
 SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+# Measured with tracemalloc (tests/unit/test_body.py): a value costs json.loads at most ~182
+# bytes beyond its characters (objects of one key nested in one another: a dict each), and no
+# shape more than ~44 bytes per byte of its text (`[[[[]]]]`: a list per 2 bytes).
+PER_VALUE_BYTES, PER_TEXT_BYTE = 200, 48
+PARSE_BYTES = 64 << 10  # the decoder's own objects (its scanner, the key memo's table)
+
+STRUCTURE = b'"[]{},:'  # the colon too: then two strings never touch outside a string
+NOT_STRUCTURE = bytes(b for b in range(256) if b not in STRUCTURE)
+NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+STEP = [0] * 256  # a bracket's step in depth
+for _ch in b"[{":
+    STEP[_ch] = 1
+for _ch in b"]}":
+    STEP[_ch] = -1
+FOUR_BYTE = re.compile(rb"[\xf0-\xf4]")  # a 4-byte UTF-8 sequence: Python's str then takes 4
+# bytes for every character of the text; otherwise at most 2 for non-ASCII
+BASE64_RUN = re.compile(rb"[A-Za-z0-9+/]{1024,}=*")  # image data: a long run of base64
 ZSTD_HOWTO = ("this server cannot decode zstd request bodies: run it on Python 3.14+ or install "
               "backports.zstd beside it, or send the body uncompressed")
 
 
-@dataclass(frozen=True)
-class Limits:
-    """What one request body may hold."""
-    decoded_bytes: int = sys.maxsize  # the JSON's own bytes once decoded (--max-decoded-bytes)
-    image_bytes: int = 0  # images' bytes beside them (a vision profile's, as base64)
-    wire_bytes: int | None = None  # on the wire, images aside (--max-body-bytes; None: as
-    # decoded)
-    values: int = MAX_JSON_VALUES
-    depth: int = MAX_JSON_DEPTH
-    string_bytes: int = sys.maxsize  # the longest string any field takes (a state, an image)
-
-    @property
-    def decoded(self) -> int:
-        return self.decoded_bytes + self.image_bytes
-
-    @property
-    def wire(self) -> int:
-        wire = self.decoded_bytes if self.wire_bytes is None else self.wire_bytes
-        return wire + self.image_bytes
-
-
-def limits(settings) -> Limits:
-    """The limits of the settings and their profile: a vision profile's images are allowed
-    beside the JSON, as many as it reads of the largest it takes, as base64 in a data URL."""
-    vision, images, image = settings.model.vision, 0, 0
-    if vision:
-        image = 4 * -(-vision.max_bytes // 3) + len("data:image/;base64,") + 16
-        images = vision.max_images * image
-    return Limits(settings.max_decoded_bytes, images, settings.max_body_bytes,
-                  settings.max_json_values, string_bytes=max(MAX_STATE_BYTES, image))
-
-
-def claim(headers, length: int, lim: Limits) -> tuple[int, int]:
-    """(bytes, wire limit) of a body of `length` wire bytes (framing.CHUNKED: not known): what
-    reading, decoding and counting it may hold (json_shape: a copy or two of it), claimed of the
-    body budget before it is read; what parsing holds is taken once it is counted (read), so
-    a slow sender holds no more than its body's copies. A compressed body claims what it may
-    decode to: one DEFLATE layer at most 1,032 times its length, within the decoded cap. Past
-    the wire limit a 413, before anything is claimed."""
-    wire = lim.wire
-    if length > wire:
-        raise PayloadTooLarge(f"the body is {length} bytes; this server accepts at most {wire} "
-                              "bytes per request")
-    most = wire if length == CHUNKED else length
-    raw = 2 * most if length == CHUNKED else most  # chunks, then joined
-    codings = set(_codings(headers.get("Content-Encoding", ""))) - {"identity"}
-    decoded = most if not codings else min(lim.decoded, most * DEFLATE_RATIO) \
-        if codings in DEFLATES else lim.decoded
-    work = 2 * decoded  # counting: a copy or two of it
-    if codings:
-        work += 2 * decoded  # the decompressor's pieces, then joined
-    if headers.get("Content-Type", "").lower().startswith("multipart/"):
-        work += 2 * decoded  # split into parts
-    return raw + work, wire
-
-
 def decode(body: bytes, content_encoding: str, max_decoded_bytes: int) -> bytes:
     """Undo Content-Encoding (applied in order, so undone in reverse)."""
-    codings = _codings(content_encoding)
+    codings = body_limits.codings(content_encoding)
     if len(codings) > MAX_CODINGS:
         raise UnsupportedMediaType(f"at most {MAX_CODINGS} content codings, got {len(codings)}")
     for coding in reversed(codings):
@@ -115,10 +75,6 @@ def decode(body: bytes, content_encoding: str, max_decoded_bytes: int) -> bytes:
             raise UnsupportedMediaType(f"unsupported Content-Encoding {coding!r}; "
                                        "use gzip, deflate, zstd or none")
     return body
-
-
-def _codings(content_encoding: str) -> list[str]:
-    return [c.strip().lower() for c in content_encoding.split(",") if c.strip()]
 
 
 def _bounded(decompressor, data: bytes, limit: int, error) -> bytes:
@@ -165,20 +121,20 @@ def _no_constants(name):
 
 def parse_json(body: bytes, content_type: str, lim: Limits = Limits(), hold=None,
                held: int = 0):
-    """The JSON value of a body, its shape checked first (json_shape.scan) and, with a hold,
+    """The JSON value of a body, its shape checked first (scan) and, with a hold,
     the bytes its parse takes held (`held`: what the request holds besides) before parsing."""
     media = content_type.split(";", 1)[0].strip().lower()
     if media and media != "application/json" and not media.endswith("+json"):
         raise UnsupportedMediaType(f"Content-Type {media!r} is not supported here; "
                                    "send application/json")
     if lim.image_bytes and len(body) > lim.decoded_bytes:
-        besides = len(body) - min(json_shape.image_bytes(body), lim.image_bytes)
+        besides = len(body) - min(image_bytes(body), lim.image_bytes)
         if besides > lim.decoded_bytes:
             raise PayloadTooLarge(f"the JSON is {besides} bytes besides images; this server reads "
                                   f"at most {lim.decoded_bytes} bytes besides images per request")
     if hold is not None:
         hold.resize(held + 2 * len(body))  # what counting copies
-    shape = json_shape.scan(body, lim)
+    shape = scan(body, lim)
     surrogates = shape.escapes and SURROGATE_ESCAPE.search(body) is not None
     if hold is not None:  # the lone-surrogate check encodes the value once more
         hold.resize(held + shape.parse_bytes(len(body)) + 8 * len(body) * surrogates)
@@ -207,3 +163,105 @@ def _finite(text: str) -> float:
     if value in (float("inf"), float("-inf")):
         raise ValueError(f"the number {text[:20]} is out of range for a float")
     return value
+
+
+@dataclass(frozen=True)
+class Shape:
+    values: int  # an upper bound of the values json.loads builds (a key is part of its member)
+    depth: int  # an upper bound of the nesting (exact when over the limit's count of brackets)
+    width: int  # bytes per character of the decoded text: 1, 2 or 4
+    escapes: bool  # a \u escape: a parsed string may be wider than the text (4 bytes a char)
+
+    def kept_bytes(self, size: int) -> int:
+        """An upper bound of what the parsed value of `size` bytes of this shape holds: the
+        strings' characters (at most the text's, each at its width) and an object per value."""
+        objects = min(self.values * PER_VALUE_BYTES, size * PER_TEXT_BYTE)
+        return size * (4 if self.escapes else self.width) + objects
+
+    def parse_bytes(self, size: int) -> int:
+        """An upper bound of what parsing takes at its peak: the decoded text besides."""
+        return size * self.width + self.kept_bytes(size) + PARSE_BYTES
+
+
+def scan(data: bytes, limits) -> Shape:
+    """The shape of a JSON text, refused past `limits.values` values (413), `limits.depth`
+    levels (422) or a string longer than `limits.string_bytes` (413). A text that is not JSON
+    gets a shape too; json.loads refuses it next."""
+    longest = long_string(data, limits.string_bytes)
+    if longest:
+        raise PayloadTooLarge(f"the JSON holds a string of at least {longest} bytes; this server "
+                              f"reads strings of at most {limits.string_bytes} bytes (a state, "
+                              "the longest field, is refused past that size)")
+    opens = data.count(b"[") + data.count(b"{")
+    commas = data.count(b",")
+    depth = opens  # nesting cannot exceed the opening brackets, in strings or not
+    if opens + commas + 1 > limits.values or opens > limits.depth:
+        skeleton = data
+        if b'"' in data:  # some may stand inside strings: count what lies outside them
+            skeleton = _outside_strings(data, limits)
+            opens = skeleton.count(b"[") + skeleton.count(b"{")
+            commas = skeleton.count(b",")
+        if opens + commas + 1 > limits.values:
+            raise _too_many(limits)
+        # json.loads stops at the first closing bracket without an opening one, so the walk
+        # needs no more brackets than twice the opening ones: bounded by the values limit
+        brackets = skeleton.translate(None, NOT_BRACKETS)[:2 * opens + 1]
+        depth = max(accumulate(map(STEP.__getitem__, brackets)), default=0)
+        if depth > limits.depth:
+            raise InvalidRequest([Problem((), f"the JSON is nested too deeply (at most "
+                                          f"{limits.depth} levels)", "json_invalid")])
+    width = 1 if data.isascii() else 4 if FOUR_BYTE.search(data) else 2
+    return Shape(opens + commas + 1, depth, width, b"\\u" in data)
+
+
+def long_string(data: bytes, limit: int) -> int:
+    """At least how many UTF-8 bytes a string of the text holds when that is over `limit`, else
+    0; found without parsing, so a body whose one string no field can take is refused before
+    json.loads builds it (a 12 MiB string with one emoji: 48 MiB of characters, twice). A string
+    longer than `limit` spans a multiple of `limit`: look for a quote on each side of each."""
+    if limit <= 0 or len(data) <= limit:
+        return 0
+    for point in range(limit, len(data), limit):
+        start, end = data.rfind(b'"', 0, point), data.find(b'"', point)
+        if start < 0 or end < 0 or end - start - 1 <= limit:
+            continue
+        if data[start - 1:start] == b"\\" or data[end - 1:end] == b"\\":
+            continue  # an escaped quote: not where the string ends; json.loads will tell
+        head = data[:start]
+        if b"\\" in head:  # pairs of backslashes first, then escaped quotes: the rest delimit
+            head = head.replace(b"\\\\", b"").replace(b'\\"', b"")
+        if head.count(b'"') % 2:
+            continue  # the run lies between two strings, not inside one
+        # an escape (a backslash) stands for at least one byte in at most six: \uXXXX
+        least = end - start - 1 - 5 * data.count(b"\\", start + 1, end)
+        if least > limit:
+            return least
+    return 0
+
+
+def _outside_strings(data: bytes, limits) -> bytes:
+    """The structural bytes outside strings. Escapes go first: each `\\\\` pair, then each `\\"`
+    (a backslash left over escapes what follows it), so every quote left opens or closes a
+    string; then all but structural bytes, so a string without any is `""`, dropped at once.
+    What is left are strings holding brackets, commas or colons: each a value or a key, so
+    more than twice the values limit of them is a 413 without cutting them out one by one."""
+    if b"\\" in data:
+        data = data.replace(b"\\\\", b"").replace(b'\\"', b"")
+    skeleton = data.translate(None, NOT_STRUCTURE).replace(b'""', b"")
+    quotes = skeleton.count(b'"')
+    if not quotes:
+        return skeleton
+    if quotes // 2 > 2 * limits.values:
+        raise _too_many(limits)
+    return b"".join(skeleton.split(b'"')[::2])
+
+
+def _too_many(limits) -> PayloadTooLarge:
+    return PayloadTooLarge(f"the JSON holds more than {limits.values} values (strings, numbers, "
+                           "objects, arrays and members, counted before it is parsed); this "
+                           f"server reads at most {limits.values} values per request")
+
+
+def image_bytes(data: bytes) -> int:
+    """Bytes of the text in long base64 runs: inline images (data URLs, bare base64)."""
+    return sum(m.end() - m.start() for m in BASE64_RUN.finditer(data))

@@ -1,6 +1,7 @@
 """The one internal decision model that every stage exchanges.
 
-Owns: Decision, Question, Option, Read, ReadResult, Generated and Answer (frozen records).
+Owns: Decision, Question, Option, Page, Read, ReadResult, Generated and Answer (frozen
+records).
 Never: parses JSON, knows an API's field names, or talks to vLLM.
 In: built by the pipeline from an adapter's Request. Out: read by prompt/, backend/, readout and
 the adapter.
@@ -43,8 +44,8 @@ class Question:
     kind: str
     instructions: str | None
     options: tuple[Option, ...]  # noul: (true side, false side); score: levels, lowest first
-    mode: str | None = None  # box: generate / edges / hybrid (None for the other kinds)
-    convention: object = None  # box: the profile's box_geometry.Convention, set when laid out
+    params: object = None  # the kind's own question data, read only by that kind (its adapter
+    # sets it from the question as sent; its plan may add to it): a box's mode, for one
     assistant: str = ""  # the answer turn's start before the slot read or generated (a thought)
 
 
@@ -58,6 +59,18 @@ class Decision:
     calibration: object = None  # a config.Calibration overriding the profile's (kwargs), or None
     images: tuple = ()  # images.Image, in label order: `[image N]` in the text is images[N-1]
     reasoning: object = None  # reasoning.Ask: whether and how questions think first (None: off)
+
+
+@dataclass(frozen=True)
+class Page:
+    """What a request's prompts show, and nothing else of it: the state and its images, the
+    questions asked of them, the attention mode and the prompt techniques (prompt/ lays it out,
+    reader.py fits and reads it). The model, the calibration and the reasoning stay out."""
+    state: object
+    questions: tuple[Question, ...]
+    attention_mode: str = CAUSAL
+    layout: object = None  # a config.Layout (the resolved techniques), or None: the profile's
+    images: tuple = ()
 
 
 @dataclass(frozen=True)
@@ -96,43 +109,35 @@ class Generated(NamedTuple):
 
 
 @dataclass(frozen=True)
-class Box:
-    """A box answer: edges as fractions of the original image (WHOLE when not found)."""
-    left: float
-    top: float
-    right: float
-    bottom: float
-    confidence: float  # calibrated P(IoU >= 0.5); 0 when not found
-    present: float  # P(the named object is visible), read like a noul
-    found: bool
-    mode: str  # the mode that produced the box (hybrid: the one answered)
-    logprob: float | None = None  # the confidence feature before calibration (None: no box)
-    raw: tuple | None = None  # the numbers the model wrote, in its convention (generate only)
-
-
-@dataclass(frozen=True)
 class Answer:
     kind: str
     probabilities: tuple[float, ...]  # one per option, in request order, summing to 1
     confidence: float  # contract formula for the kind (unused for noul)
-    score: float  # expected level for score; P(true) for noul; unused for choice
     best: int  # index of the most likely option
-    box: Box | None = None  # box questions only
-    number: float | None = None  # number questions: the parsed value (None: not a number) ...
-    text: str | None = None  # ... and the text the model wrote
+    payload: object = None  # the kind's own answer data, read only by that kind's renderers
+    # (noul: P(true); score: the expected level; box: its Box; number: its value and text)
+
+
+@dataclass(frozen=True)
+class Effort:
+    """What was done beyond one plain read per question: the response's x_effort_used and
+    x_thoughts (api/effort.py) say it."""
+    rereads: int = 0  # questions read a second time (calibration.reread_below)
+    reread_below: float = 0.0  # the threshold that applied (0: re-reading off)
+    selections: tuple = ()  # fitting.Selection per question whose state was cut to fit
+    listed: tuple = ()  # questions asked as option sets but read as listings (over budget)
+    reasoning: object = None  # think.Spent: who thought, the cap, the thoughts (None: off)
 
 
 @dataclass(frozen=True)
 class Outcome:
+    """A request's answers, in its order, what they cost (usage) and the effort beyond one
+    read per question."""
     answers: tuple[Answer, ...]
     num_input_tokens: int
     attention_mode: str  # how the reads were made; every response says it
-    rereads: int = 0  # questions read a second time (calibration.reread_below)
-    reread_below: float = 0.0  # the threshold that applied (0: re-reading off)
     num_cached_tokens: int = 0  # input tokens vLLM served from its prefix cache
-    selections: tuple = ()  # fitting.Selection per question whose state was cut to fit
     images: int = 0  # images read (each once per request, however many reads show it)
     output_tokens: int = 0  # tokens generated (box and number answers, thoughts); reads none
     reasoning_tokens: int = 0  # of those, the thoughts'
-    reasoning: object = None  # think.Spent: who thought, the cap, the thoughts (None: off)
-    listed: tuple = ()  # questions asked as option sets but read as listings (over budget)
+    effort: Effort = Effort()

@@ -1,7 +1,7 @@
 """Fit: a Decision's questions as the engine calls they need, counted and fitted before the first.
 
-Owns: the split (each question's Plan from its kind; the label reads' Decision: each
-question's first read in its place, further reads, such as a box's edges, after them), which
+Owns: the split (each question's Plan from its kind; the label reads' Page: each question's
+first read in its place, further reads, such as a box's edges, after them), which
 reads are parts of another answer (never read again on their own), the request's work budget
 (work.py: refused over --max-reads before any call) and fitting the label reads into the
 context (reader.py, prompt/), to the plugin's two-way budget once it is known.
@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from . import kinds, work
-from .decision import Decision
+from .decision import Decision, Page
 
 
 @dataclass(frozen=True)
@@ -21,7 +21,7 @@ class Split:
     """The request's engine calls and, step by step, what they gave."""
     asked: Decision  # the request's Decision (after resolve and images)
     job: object  # kinds.base.Job: what a kind's plan and combine may look at
-    reads: Decision  # what the label reads answer: each question's first read, then the rest
+    reads: Page  # what the label reads show: each question's first read, then the rest
     position: tuple  # per request question, its first read's index in reads (None: no read)
     parts: tuple  # per request question, the indices of its further reads in reads
     plans: tuple  # per request question, its kind's Plan
@@ -43,17 +43,18 @@ def plan(decision: Decision, job, reader, max_reads: int) -> Split:
     """Each question's calls, the request's budget (a 422 over max_reads) and its label reads
     fitted (none when no question reads)."""
     s = split(decision, job)
-    s = replace(s, fixed=frozenset(internal(decision, s)),
-                budget=work.Budget(max_reads, work.plan(decision, s, job.labels)))
+    s = replace(s, fixed=frozenset(internal(decision, s)), budget=work.Budget(
+        max_reads, work.plan(s.reads, s.plans, decision.questions, decision.reasoning,
+                             job.labels)))
     if not s.reads.questions:
         return s
-    known = reader.two_way_budget(s.reads)
+    known = reader.two_way_budget(s.reads.attention_mode)
     fitted, selections = reader.fit(s.reads, 1, known)
     return replace(s, known=known, fitted=tuple(fitted), selections=tuple(selections))
 
 
 def split(decision: Decision, job) -> Split:
-    """Each question's plan; the reads' Decision (first reads in request order, then every
+    """Each question's plan; the reads' Page (first reads in request order, then every
     question's further reads in request order)."""
     plans = tuple(kinds.get(q.kind).plan(q, job) for q in decision.questions)
     questions, position, parts = [], [], []
@@ -63,8 +64,9 @@ def split(decision: Decision, job) -> Split:
     for p in plans:
         parts.append(tuple(range(len(questions), len(questions) + len(p.reads[1:]))))
         questions += p.reads[1:]
-    return Split(decision, job, replace(decision, questions=tuple(questions)), tuple(position),
-                 tuple(parts), plans)
+    reads = Page(decision.state, tuple(questions), decision.attention_mode, decision.layout,
+                 decision.images)
+    return Split(decision, job, reads, tuple(position), tuple(parts), plans)
 
 
 def internal(decision: Decision, s: Split) -> set[int]:

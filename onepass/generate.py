@@ -21,12 +21,12 @@ from .fit import Split
 def step(s: Split, outcome: Outcome, starts: dict, spent, reader) -> Outcome:
     """Every planned generation, then each question's answer; `starts`: the answer-turn start of
     each question that thought; `spent`: what the thinking step did (None: nothing)."""
-    futures = start(s.asked, s, reader, starts)
+    futures = start(s, reader, starts)
     outcome = fold(s.asked, s, outcome, {i: f.result() for i, f in futures.items()}, s.job)
-    return replace(outcome, reasoning=spent)
+    return replace(outcome, effort=replace(outcome.effort, reasoning=spent))
 
 
-def start(decision: Decision, s: Split, reader, thoughts: dict) -> dict:
+def start(s: Split, reader, thoughts: dict) -> dict:
     """{request index: future of its decision.Generated}: every planned generation
     laid out (after its question's thought, if it thought), fitted within the context less its
     token cap, all sent at once. Causal always: a generation decodes."""
@@ -36,7 +36,7 @@ def start(decision: Decision, s: Split, reader, thoughts: dict) -> dict:
     futures = {}
     for cap in sorted({job[3] for job in jobs}):  # one fit per token cap
         same = [job for job in jobs if job[3] == cap]
-        asked = replace(decision, attention_mode=CAUSAL, questions=tuple(q for _, q, _, _ in same))
+        asked = replace(s.reads, attention_mode=CAUSAL, questions=tuple(q for _, q, _, _ in same))
         reads, _ = reader.fit(asked, cap)
         for (i, _, structured, _), read in zip(same, reads):
             futures[i] = reader.generate(read, structured, cap)
@@ -57,7 +57,8 @@ def fold(decision: Decision, s: Split, outcome: Outcome, generated: dict, job) -
         answers.append(kinds.get(q.kind).combine(q, mine, made, job))
     request_of = {p: i for i, p in enumerate(s.position) if p is not None}
     selections = tuple(replace(sel, question=request_of[sel.question])
-                       for sel in outcome.selections if sel.question in request_of)
-    return replace(outcome, answers=tuple(answers), selections=selections,
+                       for sel in outcome.effort.selections if sel.question in request_of)
+    return replace(outcome, answers=tuple(answers),
+                   effort=replace(outcome.effort, selections=selections),
                    num_input_tokens=outcome.num_input_tokens + extra_in,
                    output_tokens=outcome.output_tokens + extra_out)

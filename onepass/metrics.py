@@ -36,22 +36,34 @@ def number(value: float) -> str:
 
 class Metric:
     """A named family. `labels` maps each label name to the values it may take, or to FREE for
-    a value the process sets from its own configuration (never from a request). `start` names,
-    per label, the values whose series exist at 0 from the start (default: every declared one);
-    `read` gives the series at scrape time instead ({label values: value})."""
+    a value the process sets from its own configuration (never from a request), or to a
+    function giving those values when asked (a registry that may grow after this metric is
+    made: its values are read at each count and scrape). `start` names, per label, the values
+    whose series exist at 0 from the start (default: every declared one; a grown value's at the
+    next scrape); `read` gives the series at scrape time instead ({label values: value})."""
     kind = ""
 
     def __init__(self, registry: "Registry", name: str, help_text: str, labels: dict,
                  start: dict | None = None, read=None):
         self.registry, self.name, self.help, self.read = registry, name, help_text, read
         self.label_names = tuple(labels)
-        self.allowed = tuple(None if values is FREE else frozenset(str(v) for v in values)
-                             for values in labels.values())
+        self.allowed = tuple(None if values is FREE else values if callable(values)
+                             else frozenset(str(v) for v in values) for values in labels.values())
         self.series: dict[tuple, object] = {}
+        self.start = None
         if read is None and FREE not in labels.values():
-            start = {**labels, **(start or {})}
-            for key in itertools.product(*(start[n] for n in self.label_names)):
-                self.series[self.key(key)] = self.empty()
+            self.start = {**labels, **(start or {})}
+            self.fill()
+
+    def fill(self) -> None:
+        """Every start series that is not there yet, at 0 (the caller holds the lock, or the
+        metric is not shared yet)."""
+        if self.start is None:
+            return
+        for key in itertools.product(*(_values(self.start[n]) for n in self.label_names)):
+            key = self.key(key)
+            if key not in self.series:
+                self.series[key] = self.empty()
 
     def empty(self):
         return 0
@@ -59,11 +71,12 @@ class Metric:
     def key(self, values: tuple) -> tuple:
         if len(values) != len(self.label_names):
             raise ValueError(f"{self.name} takes labels {self.label_names}, got {values}")
-        return tuple(str(v) if ok is None or str(v) in ok else OTHER
+        return tuple(str(v) if ok is None or str(v) in _allowed(ok) else OTHER
                      for v, ok in zip(values, self.allowed))
 
     def current(self) -> dict:
         if self.read is None:
+            self.fill()
             return self.series
         return {self.key(k if isinstance(k, tuple) else (k,)): v for k, v in self.read().items()}
 
@@ -79,6 +92,15 @@ class Metric:
 
     def lines(self) -> list[str]:
         return [f"{self.name}{self.label_text(k)} {number(v)}" for k, v in self.current().items()]
+
+
+def _values(values):
+    """A label's declared values now (a function's: as it gives them when asked)."""
+    return values() if callable(values) else values
+
+
+def _allowed(ok) -> frozenset:
+    return frozenset(str(v) for v in ok()) if callable(ok) else ok
 
 
 class Counter(Metric):
@@ -126,6 +148,7 @@ class Histogram(Metric):
 
     def lines(self) -> list[str]:
         out = []
+        self.fill()
         for key, (counts, total) in self.series.items():
             running = 0
             for bound, count in zip((*self.bounds, math.inf), counts):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from . import body, fit, generate, kinds, readout, reads, reread, resolve, think
+from . import body, body_limits, fit, generate, kinds, readout, reads, reread, resolve, think
 from .api import Limits
 from .decision import CAUSAL, Decision
 from .images import inputs
@@ -28,7 +28,7 @@ class Pipeline:
         self.settings, self.profile, self.engine = settings, settings.model, engine
         self.image_policy, self.facts = image_policy, facts
         self.reader = Reader(self.profile, facts, engine)
-        self.body_limits = body.limits(settings)
+        self.body_limits = body_limits.limits(settings)
         vision = self.profile.vision
         self.limits = Limits(max_choice_options=min(MAX_OPTIONS, len(facts.labels.choice)),
                              max_questions=settings.max_questions,

@@ -17,7 +17,6 @@ from pathlib import Path
 
 from . import kinds
 from . import reasoning
-from .kinds import box as box_kind
 
 
 class ConfigError(Exception):
@@ -80,7 +79,7 @@ class Vision:
     # 4096 x 4096, 48 MiB as RGB once vLLM's processor decodes it (PIL refuses 179 MP)
     processor_kwargs: dict | None = None  # vLLM's --mm-processor-kwargs (the scaling cap)
     box: dict | None = None  # box questions: convention, confidence map, present temperature
-    # (kinds/box.py checks it; None: this model is not asked for boxes)
+    # (the box kind's check_profile checks it; None: this model is not asked for boxes)
 
 
 @dataclass(frozen=True)
@@ -214,6 +213,11 @@ def _check_profile(p: Profile, where: str) -> None:
     check_calibration(p.calibration, where)
     if p.vision is not None:
         _check_vision(p.vision, where)
+    for kind in kinds.KINDS.values():  # each kind's own settings (a vision profile's box)
+        try:
+            kind.check_profile(p)
+        except ValueError as e:
+            raise ConfigError(f"{where}: {e}") from None
     if not all(isinstance(a, str) for a in p.vllm_args):
         raise ConfigError(f"{where}: vllm_args must be a list of strings")
     if p.attention_mode not in ("causal", "bidirectional") or not isinstance(p.trained_two_way,
@@ -239,11 +243,6 @@ def _check_vision(v: Vision, where: str) -> None:
             and (v.processor_kwargs is None or isinstance(v.processor_kwargs, dict))):
         raise ConfigError(f"{where}: vision needs a placeholder listed in reserved, positive "
                           f"tokens_per_image, max_images, max_bytes and max_pixels; got {v}")
-    if v.box is not None:
-        try:
-            box_kind.check_settings(v.box)
-        except ValueError as e:
-            raise ConfigError(f"{where}: {e}") from None
 
 
 def check_layout(layout: Layout, where: str) -> None:

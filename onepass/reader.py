@@ -1,20 +1,21 @@
-"""The reader the steps share: fit a Decision's questions into the context, read them, and send
+"""The reader the steps share: fit a Page's questions into the context, read them, and send
 generations; what the steps need of the engine and the start-up facts, and nothing more.
 
 Owns: the budget a prompt is fitted to (the served context less the tokens that follow it;
 for two-way reads, the plugin's one-step budget once learnt), and what follows the plugin's
 refusal of a read for its one-step budget (options read as a set become listings; a two-way
 read is fitted to the budget the refusal taught the engine).
-Never: turns reads into probabilities (readout.py) or decides what to read (fit.py).
-In: a Decision (or a Read and a generation's settings). Out: Reads and their results (or a
-future of a generation).
+Never: turns reads into probabilities (readout.py), decides what to read (fit.py) or sees more
+of the request than its prompts show (a decision.Page).
+In: a Page (or a Read and a generation's settings). Out: Reads and their results (or a future
+of a generation).
 """
 from __future__ import annotations
 
 from dataclasses import replace
 
 from .backend import generation
-from .decision import TWO_WAY, Decision
+from .decision import TWO_WAY, Page
 from .errors import OverBudget
 from .prompt import fitting
 
@@ -24,39 +25,39 @@ class Reader:
         self.profile, self.facts, self.engine = profile, facts, engine
         self.labels = facts.labels
 
-    def fit(self, decision: Decision, reserve: int = 1, budget: int | None = None):
+    def fit(self, page: Page, reserve: int = 1, budget: int | None = None):
         """(reads, selections): every question fitted within the context less `reserve`
         tokens (what follows the prompt: 1 for a read, a generation's cap), and `budget`."""
         most = self.facts.max_len - reserve
-        return fitting.fit(decision, self.profile, self.labels, self.engine.count,
+        return fitting.fit(page, self.profile, self.labels, self.engine.count,
                            min(most, budget) if budget else most)
 
-    def two_way_budget(self, decision: Decision) -> int | None:
-        """The plugin's one-step budget a two-way Decision is fitted to, once learnt."""
-        return self.engine.two_way_budget if decision.attention_mode == TWO_WAY else None
+    def two_way_budget(self, mode: str) -> int | None:
+        """The plugin's one-step budget reads in `mode` are fitted to: two-way, once learnt."""
+        return self.engine.two_way_budget if mode == TWO_WAY else None
 
-    def read(self, decision: Decision):
+    def read(self, page: Page):
         """(reads, selections, results): every question fitted, then read; after a refusal for
         the plugin's one-step budget, fitted again and read (after_refusal)."""
         for _ in range(3):
-            known = self.two_way_budget(decision)
-            reads, selections = self.fit(decision, 1, known)
+            known = self.two_way_budget(page.attention_mode)
+            reads, selections = self.fit(page, 1, known)
             try:
                 return reads, selections, self.engine.read_all(reads)
             except OverBudget as refused:
-                decision = self.after_refusal(decision, reads, known, refused)
+                page = self.after_refusal(page, reads, known, refused)
         raise AssertionError("unreachable: the last round re-raises")
 
-    def after_refusal(self, decision: Decision, reads, known, refused: OverBudget) -> Decision:
+    def after_refusal(self, page: Page, reads, known, refused: OverBudget) -> Page:
         """What to read after the plugin refused `reads` for its one-step budget: options read
         as a set that do not fit in one step as listings (the response names them:
         readout.outcome finds reads without spans); a two-way read, once that refusal taught
         the engine a budget to fit to; otherwise the refusal stands."""
         if any(r.spans for r in reads):
-            return replace(decision, layout=replace(decision.layout, option_sets=False))
-        if decision.attention_mode != TWO_WAY or known or not self.engine.two_way_budget:
+            return replace(page, layout=replace(page.layout, option_sets=False))
+        if page.attention_mode != TWO_WAY or known or not self.engine.two_way_budget:
             raise refused
-        return decision
+        return page
 
     def generate(self, read, structured, max_tokens: int, stop=(), deadline=None):
         """A future of the generation's decision.Generated."""

@@ -14,7 +14,7 @@ import math
 from dataclasses import replace
 
 from . import kinds
-from .decision import Answer, Decision, Outcome, Question, Read, ReadResult
+from .decision import Answer, Effort, Outcome, Page, Question, Read, ReadResult
 from .errors import EngineFailed
 from .profile import Calibration
 
@@ -108,80 +108,34 @@ def blend(first: list[float], second: list[float], first_weight: float) -> list[
     return [first_weight * a + (1 - first_weight) * b for a, b in zip(first, second)]
 
 
-def probabilities(decision: Decision, reads: list[Read], results: list[ReadResult],
+def probabilities(page: Page, reads: list[Read], results: list[ReadResult],
                   calibration: Calibration, shrink: float) -> list[list[float]]:
-    """Per question, in order: its reads (grouped by Read.question) made probabilities."""
-    grouped = [[] for _ in decision.questions]
+    """Per question of the page, in order: its reads (grouped by Read.question) made
+    probabilities."""
+    grouped = [[] for _ in page.questions]
     for read, result in zip(reads, results):
         grouped[read.question].append((read, result))
-    return [question_probabilities(q, pairs, calibration, shrink, bool(decision.images))
-            for q, pairs in zip(decision.questions, grouped)]
+    return [question_probabilities(q, pairs, calibration, shrink, bool(page.images))
+            for q, pairs in zip(page.questions, grouped)]
 
 
 def first(s):
     """The readout step: a fit.Split's reads made option probabilities, per read question."""
-    return replace(s, probs=tuple(probabilities(s.reads, s.fitted, s.results, s.reads.calibration,
+    return replace(s, probs=tuple(probabilities(s.reads, s.fitted, s.results, s.asked.calibration,
                                                 s.reads.layout.shrink)))
 
 
-def outcome(decision: Decision, probs: list[list[float]], results: list[ReadResult],
+def outcome(page: Page, probs: list[list[float]], results: list[ReadResult],
             rereads: int = 0, reread_below: float = 0.0, reads: list[Read] = (),
             selections: tuple = ()) -> Outcome:
     """The answers and the counts. Input tokens count the whole input: a read whose state was
     cut to fit counts the uncut prompt's tokens."""
-    answers = tuple(answer(q, p) for q, p in zip(decision.questions, probs))
+    answers = tuple(answer(q, p) for q, p in zip(page.questions, probs))
     whole = [r.whole_tokens for r in reads] or [0] * len(results)
     sets = {r.question for r in reads if r.spans}
-    listed = tuple(i for i, q in enumerate(decision.questions) if reads and i not in sets
-                   and kinds.get(q.kind).parallel_lines(q, decision.layout))
+    listed = tuple(i for i, q in enumerate(page.questions) if reads and i not in sets
+                   and kinds.get(q.kind).parallel_lines(q, page.layout))
     return Outcome(answers, sum(max(res.num_prompt_tokens, w) for res, w in zip(results, whole)),
-                   decision.attention_mode, rereads, reread_below,
-                   sum(res.num_cached_tokens for res in results), tuple(selections),
-                   len(decision.images), listed=listed)
-
-
-def effort_used(outcome: Outcome, key) -> dict | None:
-    """The response extension saying what was done beyond one plain read per question: the
-    re-read (when on), the questions whose options were read as a listing although asked as a
-    set, and, per question whose state was cut to fit, what it kept; `key(i)`
-    names question i in the adapter's terms. None when there is nothing to say."""
-    effort = {}
-    if outcome.reread_below:
-        effort["reread"] = {"below": outcome.reread_below,
-                            "first_weight": round(REREAD_FIRST_WEIGHT, 4),
-                            "questions": outcome.rereads}
-    spent = outcome.reasoning
-    if spent is not None and spent.mode != "off":
-        thought = {t.question: t for t in spent.thoughts}
-        effort["reasoning"] = {"mode": spent.mode, "token_cap": spent.cap, "questions": [
-            {**key(i), "thought": i in thought, "tokens": thought[i].tokens if i in thought
-             else 0, "cut": thought[i].cut if i in thought else False}
-            for i in range(len(outcome.answers))]}
-    if outcome.listed:  # asked as option sets, read as listings: the options exceed one step
-        effort["options_listed"] = [key(i) for i in outcome.listed]
-    if outcome.selections:
-        effort["state_selection"] = [{**key(s.question), "kept_tokens": s.kept_tokens,
-                                      "total_tokens": s.total_tokens, "method": s.method}
-                                     for s in outcome.selections]
-    return effort or None
-
-
-def traced_thoughts(outcome: Outcome, key) -> list | None:
-    """Each thought's text, when the request asked for a trace (never otherwise)."""
-    spent = outcome.reasoning
-    if spent is None or not spent.trace:
-        return None
-    return [{**key(t.question), "text": t.text} for t in spent.thoughts]
-
-
-def extensions(outcome: Outcome, key) -> dict:
-    """The response's x_ extensions that apply: x_effort_used (effort_used) and x_thoughts
-    (traced_thoughts), in that order; `key(i)` names question i in the adapter's terms."""
-    out = {}
-    effort = effort_used(outcome, key)
-    if effort:
-        out["x_effort_used"] = effort
-    thoughts = traced_thoughts(outcome, key)
-    if thoughts is not None:
-        out["x_thoughts"] = thoughts
-    return out
+                   page.attention_mode, sum(res.num_cached_tokens for res in results),
+                   len(page.images), effort=Effort(rereads, reread_below, tuple(selections),
+                                                   listed))

@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
-from . import body, config, inflight, kinds, metrics, openapi, telemetry, tryit
+from . import body_limits, config, inflight, kinds, metrics, openapi, telemetry, tryit
 from .api import decisions, models, systemone
 from .backend import probes
 from .backend.engine import Engine
@@ -123,7 +123,8 @@ class Service:
         """Before an admitted request's body is read: what the body may take, claimed of the
         body budget in `hold` (which its caller releases once answered); the wire limit. Past
         the wire limit a 413; no room for the claim in time a 529."""
-        claim, limit = body.claim(headers, length, self.pipeline.body_limits)  # admitted: ready
+        # admitted: the service is ready, so its pipeline is there
+        claim, limit = body_limits.claim(headers, length, self.pipeline.body_limits)
         hold.take(claim)
         return limit
 
@@ -163,7 +164,7 @@ class Service:
             return 200, Raw(data, content_type, tuple(tryit.HEADERS.items()))
         phase, pipe, served = ("draining" if self.slots.closed else self.phase), self.pipeline, None
         if phase == READY:  # each /v1/systemone type: None when served, else why it is refused
-            served = {kinds.KINDS[name].systemone: limit.refusal
+            served = {kinds.KINDS[name].systemone.type: limit.refusal
                       for name, limit in pipe.limits.kinds.items() if kinds.KINDS[name].systemone}
         doc = tryit.info(phase, bool(self.settings.api_key), authorized, served,
                          self.profile.vision is not None,

@@ -7,7 +7,8 @@ per-request tally of reads (a thread-local: a request is decided on its connecti
 the build's and the process's own series (procstats.py reads the latter) and the one JSON
 access log line per request.
 Never: reads a request body, logs a body, a key, an image or a question id, or takes a label
-value from client input (routes and types are checked against fixed sets).
+value from client input (routes are checked against a fixed set, answer types against the
+registered kinds' types on either API).
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import json
 import threading
 import time
 
-from . import __version__, errors, procstats
+from . import __version__, errors, kinds, procstats
 from .metrics import FREE, OTHER, Registry
 from .tryit import PATHS as PAGE_PATHS  # the page's routes, all counted as /try
 
@@ -27,8 +28,6 @@ ROUTES = ("/v1/systemone", "/systemone", "/v1/decisions", "/decisions", "/v1/mod
           "/metrics", "/openapi.json", "/try")
 STATUSES = tuple(s.value for s in http.HTTPStatus) + (499, 529)
 STATUS_CLASSES = ("2xx", "4xx", "5xx")
-# answer types as the adapters render them, on either API
-TYPES = ("noul", "choice", "score", "box", "number", "predicate")
 PHASES = ("warming", "ready", "failed", "draining")
 OVERLOAD_REASONS = ("warming", "in_flight", "deadline", "connections", "body_bytes")
 ENGINE_ERRORS = ("timeout", "unreachable", "not_json", "unavailable", "failed",
@@ -89,8 +88,10 @@ ENGINE_TOKENS = REGISTRY.counter("onepass_engine_tokens_total", "tokens vLLM com
 EXPECTED = REGISTRY.gauge("onepass_expected_answer_seconds", "the time a decision admitted now is "
                           "expected to take (admission refuses a request whose deadline is "
                           "sooner: 529, reason deadline)", read=lambda: _service_read("expected"))
+# answer types as the adapters render them, on either API: each registered kind's (kinds.types,
+# asked at each count and scrape, so a kind registered after this import is counted as itself)
 QUESTIONS = REGISTRY.counter("onepass_questions_total", "questions answered, by answer type",
-                             {"type": TYPES})
+                             {"type": kinds.types})
 INPUT_TOKENS = REGISTRY.counter("onepass_input_tokens_total", "input (prompt) tokens of answered "
                                 "requests, as usage.input_tokens reports them")
 OUTPUT_TOKENS = REGISTRY.counter("onepass_output_tokens_total", "tokens generated for answered "

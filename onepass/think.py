@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, replace
 
 from . import kinds, reasoning, reread
-from .decision import CAUSAL, Decision, Outcome
+from .decision import CAUSAL, Outcome
 from .prompt.neutral import neutral
 
 
@@ -54,7 +54,7 @@ def step(s, outcome: Outcome, reader):
     cap = reasoning.token_cap(settings, outcome.num_input_tokens, len(decision.images),
                               len(decision.questions), len(who))
     deadline = time.monotonic() + ask.budget_ms / 1000 if ask.budget_ms else None
-    opened = replace(decision, attention_mode=CAUSAL, questions=tuple(
+    opened = replace(s.reads, attention_mode=CAUSAL, questions=tuple(
         replace(decision.questions[i], assistant=settings.open) for i in who))
     reads, _ = reader.fit(opened, cap)
     firsts = {}
@@ -70,22 +70,23 @@ def step(s, outcome: Outcome, reader):
               for t in thoughts}
     spent_in = sum(w.prompt_tokens for w in written)
     spent_out = sum(len(w.tokens) for w in written)
-    outcome = _read_again(reader, decision, s, outcome, starts)
+    outcome = _read_again(reader, s, outcome, starts)
     return (replace(outcome, num_input_tokens=outcome.num_input_tokens + spent_in,
                     output_tokens=outcome.output_tokens + spent_out,
                     reasoning_tokens=outcome.reasoning_tokens + spent_out),
             starts, Spent(ask.mode, cap, thoughts, ask.trace))
 
 
-def _read_again(reader, decision: Decision, s, outcome: Outcome, starts: dict) -> Outcome:
+def _read_again(reader, s, outcome: Outcome, starts: dict) -> Outcome:
     """The questions that thought and are answered by their read, read again with their
     thought; each answer becomes 0.5 x the first + 0.5 x the one after the thought."""
-    again = [i for i in sorted(starts) if kinds.get(decision.questions[i].kind).reads]
+    again = [i for i in sorted(starts) if kinds.get(s.asked.questions[i].kind).reads]
     if not again:
         return outcome
     asked = replace(s.reads, questions=tuple(
         replace(s.reads.questions[s.position[i]], assistant=starts[i]) for i in again))
-    second = reread.answer(reader, asked, fixed=frozenset(range(len(again))))
+    second = reread.answer(reader, asked, s.asked.calibration,
+                           fixed=frozenset(range(len(again))))
     answers = list(outcome.answers)
     for j, i in enumerate(again):
         p = s.position[i]

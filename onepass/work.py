@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from . import kinds
 from .backend.engine import MAX_LOGPROB_TOKEN_IDS
-from .decision import Decision
+from .decision import Page
 from .errors import InvalidRequest, Problem
 from .reasoning import ON, UNSURE
 
@@ -38,19 +38,19 @@ def read_calls(questions, labels, opts) -> int:
                for listing in kinds.get(q.kind).listings(q, labels, opts))
 
 
-def plan(decision: Decision, split, labels) -> Calls:
-    """The most calls `decision` can make, from its fit.Split: the label reads (every
-    question's, a box's present and edges included), the generations its kinds planned, and
-    when it reasons a thought for each question that may think and the reads after them."""
-    opts = split.reads.layout  # resolved: pipeline.resolve
-    first = read_calls(split.reads.questions, labels, opts)
-    ask = decision.reasoning
+def plan(reads: Page, plans, asked, ask, labels) -> Calls:
+    """The most calls a request can make: its label reads (`reads`, fit.split's: every
+    question's, a box's present and edges included), the generations its kinds planned
+    (`plans`), and when it reasons (`ask`) a thought for each question `asked` that may think
+    and the reads after them."""
+    opts = reads.layout  # resolved: resolve.py
+    first = read_calls(reads.questions, labels, opts)
     thinkers = []
     if ask is not None and ask.mode != "off":  # auto: any of them may turn out unsure
         may = (UNSURE, ON) if ask.mode == "on" else (UNSURE,)
-        thinkers = [q for q in decision.questions if kinds.get(q.kind).thinks in may]
+        thinkers = [q for q in asked if kinds.get(q.kind).thinks in may]
     again = read_calls([q for q in thinkers if kinds.get(q.kind).reads], labels, opts)
-    made = sum(p.generation is not None for p in split.plans)
+    made = sum(p.generation is not None for p in plans)
     return Calls(first, len(thinkers), again, made)
 
 

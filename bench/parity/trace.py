@@ -23,7 +23,8 @@ earlier but not just before (stops - distinct modules). --show prints the sequen
 arguments is the request in some form (the body as received, the body as parsed: an object with
 `questions`, or an object of the request's own types: Request, Decision, Split, Outcome), and
 control is where the innermost such call is. Helper calls that take a part of it (a question, a
-kind's name, a label list) are not stops. Both counts are reported in docs/measured.md.
+kind's name, a label list, a decision.Page: the state, images, questions, mode and techniques a
+prompt shows; a decision.Effort) are not stops. Both counts are reported in docs/measured.md.
 """
 from __future__ import annotations
 

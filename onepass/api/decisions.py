@@ -17,7 +17,7 @@ from ..decision import Outcome, Question
 from ..errors import (AuthInvalid, AuthMissing, InvalidRequest, ModelNotFound, OnepassError,
                       Problem, UnsupportedMediaType)
 from ..images.inputs import Collector
-from ..readout import extensions
+from .effort import extensions
 from . import Limits, Request
 from .checks import WIDE, Checker, request
 from .openai_input import QUESTION_PARTS, content_text, state as input_state
@@ -63,8 +63,9 @@ def parse(body, files: dict | None, limits: Limits) -> Request:
                 names.append(name)
                 values.append(typed)
                 questions.append(question)
-    return request(check, {k: body[k] for k in WIDE if k in body}, model=model, state=state, questions=questions,
-                   images=images.sources, meta=Meta(tuple(names), tuple(values)))
+    return request(check, {k: body[k] for k in WIDE if k in body}, model=model, state=state,
+                   questions=questions, images=images.sources,
+                   meta=Meta(tuple(names), tuple(values)))
 
 
 def _no_stream(stream, check: Checker) -> None:
@@ -93,8 +94,8 @@ def _question(q, loc, check: Checker, max_choices: int, images: Collector):
         check.add(loc + ("type",), "question type must be "
                   f"{kinds.spoken(kinds.by_api('decisions'), 'or')}", "invalid_value")
         return None
-    before = check.found
-    for extra in sorted(set(q) - unit.decisions_keys):
+    before, api = check.found, unit.decisions
+    for extra in sorted(set(q) - api.keys):
         check.add(loc + (extra,), f"Unknown parameter: '{extra}'.", "unknown_parameter")
     name = q.get("name")
     if name is not None and not isinstance(name, str):  # null: unnamed, as when left out
@@ -104,7 +105,7 @@ def _question(q, loc, check: Checker, max_choices: int, images: Collector):
                   "missing")
     instructions = content_text(q.get("instructions"), loc + ("instructions",), check,
                                 QUESTION_PARTS, images) if "instructions" in q else None
-    values, options = unit.decisions_options(q, loc, check, max_choices)
+    values, options = api.options(q, loc, check, max_choices)
     if check.found > before:
         return None
     return name, values, Question(unit.name, instructions, tuple(options))
@@ -114,7 +115,7 @@ def _question(q, loc, check: Checker, max_choices: int, images: Collector):
 def render(outcome: Outcome, decision, meta: Meta) -> dict:
     """Answers in question order, `name` on every one, each in its kind's shape; choice values
     keep their JSON type."""
-    answers = [kinds.get(q.kind).decisions_answer(name, values, a) for q, name, values, a
+    answers = [kinds.get(q.kind).decisions.answer(name, values, a) for q, name, values, a
                in zip(decision.questions, meta.names, meta.values, outcome.answers)]
     tokens = outcome.num_input_tokens
     usage = {"input_tokens": tokens,
@@ -128,7 +129,7 @@ def render(outcome: Outcome, decision, meta: Meta) -> dict:
     doc = {"model": decision.model, "answers": answers, "usage": usage,
            "x_attention_mode": outcome.attention_mode}
     key = lambda i: {"question": i, "name": meta.names[i]}  # noqa: E731
-    doc.update(extensions(outcome, key))  # the contract's x_ prefix
+    doc.update(extensions(outcome.effort, len(outcome.answers), key))  # the contract's x_ prefix
     return doc
 
 

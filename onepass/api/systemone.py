@@ -13,7 +13,7 @@ from .. import kinds
 from ..decision import Outcome, Question
 from ..errors import InvalidRequest, OnepassError, Problem
 from ..images.inputs import Collector, check_expansion, replace_placeholders
-from ..readout import extensions
+from .effort import extensions
 from . import Limits, Request
 from .checks import WIDE, Checker, request
 
@@ -25,7 +25,7 @@ class Meta:
     """What the response needs beyond the Decision: question ids, and what each kind echoes of
     its question as sent (a score's levels, unchanged, in its legend)."""
     ids: tuple
-    legends: tuple  # per question: Kind.systemone_legend of it (None: nothing to echo)
+    legends: tuple  # per question: its kind's systemone.legend of it (None: nothing to echo)
 
 
 def parse(body, files: dict | None, limits: Limits) -> Request:
@@ -60,8 +60,9 @@ def parse(body, files: dict | None, limits: Limits) -> Request:
     ids, questions = (_questions(raw, check, limits, body.get("kwargs"))
                       if "questions" in body else ([], []))
     for qid, q in zip(ids, questions):  # what a kind needs of the request's images
-        kinds.get(q.kind).check_images(len(collector.sources), ("questions", qid, q.kind), check)
-    meta = Meta(tuple(ids), tuple(kinds.get(q.kind).systemone_legend(body["questions"][qid])
+        kinds.get(q.kind).systemone.check_images(len(collector.sources),
+                                                 ("questions", qid, q.kind), check)
+    meta = Meta(tuple(ids), tuple(kinds.get(q.kind).systemone.legend(body["questions"][qid])
                                   for qid, q in zip(ids, questions)))
     return request(check, {k: body[k] for k in WIDE if k in body}, model=model,
                    state=replace_placeholders(state, labels), questions=questions,
@@ -118,31 +119,34 @@ def _question(q, loc, check, limits: Limits, kwargs):
         check.add(loc + ("type",), msg, "missing" if "type" not in q else "union_tag_invalid")
         return None
     loc = loc + (kind,)
-    for extra in sorted(set(q) - unit.systemone_keys):
+    api = unit.systemone
+    for extra in sorted(set(q) - api.keys):
         check.add(loc + (extra,), f"unknown field {extra!r} in a {kind} question", "extra_forbidden")
     before = check.found
     instructions = check.text(q.get("instructions"), loc + ("instructions",))
-    options = unit.systemone_options(q.get("criteria"), loc + ("criteria",), check,
-                                     limits.max_choice_options, instructions)
-    extras = unit.systemone_extras(q, loc, check, kwargs)
+    options = api.options(q.get("criteria"), loc + ("criteria",), check,
+                          limits.max_choice_options, instructions)
+    params = api.params(q, loc, check, kwargs)
     if check.found > before:
         return None
-    return Question(kind=unit.name, instructions=instructions, options=tuple(options), **extras)
+    return Question(kind=unit.name, instructions=instructions, options=tuple(options),
+                    params=params)
 
 
 def render(outcome: Outcome, decision, meta: Meta) -> dict:
     """Answers keyed by question id, each in its kind's shape."""
-    answers = {qid: kinds.get(q.kind).systemone_answer(q, a, legend) for qid, q, a, legend
+    answers = {qid: kinds.get(q.kind).systemone.answer(q, a, legend) for qid, q, a, legend
                in zip(meta.ids, decision.questions, outcome.answers, meta.legends)}
     usage = {"input_tokens": outcome.num_input_tokens, "output_tokens": outcome.output_tokens}
-    if outcome.reasoning is not None and outcome.reasoning.mode != "off":
+    spent = outcome.effort.reasoning
+    if spent is not None and spent.mode != "off":
         usage["reasoning_tokens"] = outcome.reasoning_tokens  # of output_tokens, the thoughts
     if outcome.images:  # input_tokens include the image tokens
         usage["images"] = outcome.images
     doc = {"model": decision.model, "answers": answers, "usage": usage,
            "x_attention_mode": outcome.attention_mode}
     key = lambda i: {"question": meta.ids[i]}  # noqa: E731
-    doc.update(extensions(outcome, key))  # the contract's x_ prefix
+    doc.update(extensions(outcome.effort, len(outcome.answers), key))  # the contract's x_ prefix
     return doc
 
 

@@ -4,20 +4,16 @@ constrain a generation at all.
 
 Owns: the request body of a generation (vLLM 0.32: `structured_outputs`, greedy, log-probs on;
 docs/box.md says why each field) and reading its text and per-token log-probs.
-Never: builds the prompt or the constraint (kinds/ do) or interprets what was written.
+Never: builds the prompt or the constraint (kinds/ do, the start-up probe's too: the registry
+picks the kind) or interprets what was written.
 Called by generate.py and think.py, and at start-up (the probe).
 """
 from __future__ import annotations
 
-import json
-
+from .. import kinds
 from ..decision import Generated
 from ..errors import EngineFailed, EngineUnavailable, OnepassError
-from ..kinds import box as box_kind
 from . import streamed, wire
-
-PROBE_PROMPT = "Where is the object? Answer with JSON.\n"
-PROBE_MOST = 1000
 
 
 def body(engine, read, structured: dict | None, max_tokens: int, stop=()) -> tuple[str, dict]:
@@ -74,37 +70,34 @@ def read_choice(doc: dict, route: str) -> tuple[str, list, bool]:
         raise EngineFailed(f"vLLM's generation lacks its text or log-probs ({e!r})") from None
 
 
-def structured_outputs_live(engine, max_tokens: int) -> tuple[bool, str]:
-    """(True, "") when vLLM constrains a short generation to the box schema (text only, so it
-    proves the engine, not a vision path); else (False, why). Any refusal or an answer outside
-    the schema counts as no structured outputs: box questions are then refused with that
-    reason, and nothing else changes."""
-    request = {"model": engine.model, "prompt": PROBE_PROMPT, "max_tokens": max_tokens,
+def structured_outputs_live(engine, probe) -> tuple[bool, str]:
+    """(True, "") when vLLM constrains a short generation as a kind's `probe` (a
+    kinds.base.Probe: text only, so it proves the engine, not a vision path) asks; else (False,
+    why). Any refusal or an answer the constraint forbids counts as no structured outputs:
+    questions answered by a constrained generation are then refused with that reason, and
+    nothing else changes."""
+    request = {"model": engine.model, "prompt": probe.prompt, "max_tokens": probe.max_tokens,
                "temperature": 0.0, "logprobs": 1, "add_special_tokens": False,
-               "structured_outputs": {"json": box_kind.schema(PROBE_MOST)}}
+               "structured_outputs": probe.structured}
     try:
         text, _, cut = read_choice(engine._checked("POST", "/v1/completions", request), "text")
     except EngineUnavailable:  # vLLM down is not vLLM without structured outputs
         raise
     except OnepassError as e:
         return False, f"vLLM refused a generation with structured_outputs ({e})"
-    try:
-        value = json.loads(text)
-    except ValueError:
-        value = None
-    raw = value.get("box", ()) if isinstance(value, dict) else ()
-    in_schema = isinstance(value, dict) and set(value) == {"box"} and (raw is None or (
-        isinstance(raw, list) and len(raw) == 4
-        and all(type(v) is int and 0 <= v <= PROBE_MOST for v in raw)))
-    if cut or not in_schema:
-        return False, (f"vLLM's generation under the box schema gave {text[:80]!r}"
+    if cut or not probe.obeys(text):
+        return False, (f"vLLM's generation under {probe.named} gave {text[:80]!r}"
                        f"{' (cut by the token cap)' if cut else ''}: structured outputs are "
                        "off or not enforced")
     return True, ""
 
 
 def structured_engine(engine, settings) -> str:
-    """At start-up: "" when vLLM constrains a generation, else why not (box and number
-    questions are then refused with it; nothing else changes)."""
-    ok, why = structured_outputs_live(engine, settings.box_max_tokens)
+    """At start-up: "" when vLLM constrains a generation as the registry's probe asks (or no
+    kind needs one), else why not (box and number questions are then refused with it; nothing
+    else changes)."""
+    probe = kinds.probe(settings)
+    if probe is None:
+        return ""
+    ok, why = structured_outputs_live(engine, probe)
     return "" if ok else why

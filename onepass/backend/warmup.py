@@ -21,12 +21,12 @@ def reading_bodies() -> tuple[tuple[str, dict], ...]:
     /v1/systemone each kind's own body, then every kind in one body over a list state;
     /v1/decisions message input with parts and each kind's question (a typed, boolean choice)."""
     reading = kinds.reading()
-    systemone = tuple({"model": MODEL, **k.warmup_body(STATE)} for k in reading) + (
+    systemone = tuple({"model": MODEL, **k.systemone.warmup_body(STATE)} for k in reading) + (
         {"model": MODEL, "state": [STATE, "Second message: still waiting."],
-         "questions": dict(k.warmup_short for k in reading if k.warmup_short)},)
+         "questions": dict(k.systemone.warmup_short for k in reading if k.systemone.warmup_short)},)
     decisions = {"model": MODEL, "input": [{"role": "user", "content": [
         {"type": "input_text", "text": STATE}, {"type": "input_json", "data": {"order": 4471}}]}],
-        "questions": [k.warmup_decisions for k in reading if k.warmup_decisions]}
+        "questions": [k.decisions.warmup for k in reading if k.decisions and k.decisions.warmup]}
     return tuple(("/v1/systemone", b) for b in systemone) + (("/v1/decisions", decisions),)
 
 
@@ -71,7 +71,7 @@ def warmup_bodies(two_way: bool, vision: bool = False, served=()) -> tuple[tuple
     if vision:
         bodies += image_bodies()
     picture = "data:image/png;base64," + base64.b64encode(png(48, 32, (40, 40, 200))).decode()
-    bodies += tuple(("/v1/systemone", {"model": MODEL, **k.warmup_body(STATE, picture)})
+    bodies += tuple(("/v1/systemone", {"model": MODEL, **k.systemone.warmup_body(STATE, picture)})
                     for k in kinds.KINDS.values() if not k.reads and k.name in served)
     if not two_way:
         return bodies

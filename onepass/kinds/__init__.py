@@ -1,15 +1,17 @@
 """The question kinds, registered in one place: noul, choice, score, box, number.
 
-Owns: the registry (name -> Kind) and the lookups every stage uses; an unknown kind raises
+Owns: the registry (name -> Kind) and the lookups every stage uses (a kind by name or by its
+type on an API, the types telemetry counts, the start-up probe); an unknown kind raises
 UnknownKind (the profile check turns that into a start-up error), never a fallback.
-Adding a kind: one module beside these (a Kind subclass, see base.py), its line in the
-registration below, and its profile keys (`<kind>_labels` and a temperature, when it reads
-labels); docs/architecture.md works an example, tests/live/test_core_live.py runs two.
+Adding a kind: one module beside these (a Kind subclass with its API adapters, see base.py and
+adapters.py), its line in the registration below, and its profile keys (`<kind>_labels` and a
+temperature, when it reads labels); docs/architecture.md works an example,
+tests/live/test_core_live.py runs two.
 """
 from __future__ import annotations
 
 from . import box, choice, noul, number, score
-from .base import Kind
+from .base import Kind, Probe
 
 KINDS: dict[str, Kind] = {}
 
@@ -37,8 +39,21 @@ def names() -> tuple[str, ...]:
 
 
 def by_api(api: str) -> dict[str, Kind]:
-    """The kinds by their `type` on one API ("systemone" or "decisions")."""
-    return {getattr(k, api): k for k in KINDS.values() if getattr(k, api)}
+    """The kinds by their `type` on one API ("systemone" or "decisions": the Kind's adapter
+    attribute), each kind that has an adapter there."""
+    return {getattr(k, api).type: k for k in KINDS.values() if getattr(k, api) is not None}
+
+
+def types() -> tuple[str, ...]:
+    """Every answer type on either API, each once: the System One types in registration
+    order, then the Decisions types not among them (telemetry counts answers by these)."""
+    return tuple(dict.fromkeys([*by_api("systemone"), *by_api("decisions")]))
+
+
+def probe(settings) -> Probe | None:
+    """The start-up check of vLLM's structured outputs: the first registered kind's that
+    offers one (None: no kind needs a constrained generation)."""
+    return next((p for k in KINDS.values() if (p := k.probe(settings)) is not None), None)
 
 
 def reading() -> tuple[Kind, ...]:

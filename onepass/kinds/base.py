@@ -1,19 +1,21 @@
 """What a question kind is: the one place that knows a kind's labels, prompt lines, the calls
-its answer needs, how they make its answer, its limits, warm-up and renderings on both APIs.
+its answer needs, how they make its answer, its limits, settings and profile checks; what it
+gives each API lives in its adapters (adapters.py: `kind.systemone`, `kind.decisions`).
 
-Owns: the Kind base class (every hook a kind must or may provide), the plan a kind makes for
-one question (Plan: its label reads and its constrained generation), the size limits both APIs
-share, and the helpers several kinds share (option listings, the criteria and entries checks).
+Owns: the Kind base class (every hook of the decision path a kind must or may provide), the
+plan a kind makes for one question (Plan: its label reads and its constrained generation), what
+its plan and combine may look at (Job), its start-up probe of vLLM's structured outputs (Probe),
+the size limits both APIs share, and the helpers several kinds share (option listings, best).
 Never: imports another kind, or the steps that call it (fit, layout, readout, generate, the
-adapters):
-they ask the registry (kinds/__init__.py) for a kind by name.
+API adapters in api/): they ask the registry (kinds/__init__.py) for a kind by name.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, Callable, NamedTuple, Protocol
 
-from ..decision import Answer, Option, Question
+from ..decision import Answer, Question
+from .adapters import Decisions, SystemOne
 
 MIN_LEVELS, MAX_LEVELS = 2, 10  # a score's levels, on both APIs
 MIN_OPTIONS, MAX_OPTIONS = 2, 255  # a choice's options (the contract's cap; labels may lower it)
@@ -54,33 +56,71 @@ class Limit:
     refusal: str | None = None
 
 
+# What a kind's plan and combine may read, stated here as shapes (kinds/ imports nothing above
+# it): the real classes are images.formats.Image, profile.Profile, config.Settings and
+# prompt.layout.LabelSet (tests/unit/kinds/test_base.py holds them to these shapes).
+class Picture(Protocol):
+    """A request's image, checked and not decoded."""
+    width: int
+    height: int
+
+
+class Profile(Protocol):
+    """The model's serving profile (serve_config.json)."""
+    model_name: str
+    labels: dict  # kind -> its label candidates
+    calibration: Any  # profile.Calibration: temperatures, fits (number_confidence, ...)
+    vision: Any  # profile.Vision (its `box` settings among them), or None: text only
+
+
+class Settings(Protocol):
+    """The shim's settings: the shared ones and each kind's own (Kind.settings)."""
+    model: Profile
+
+    def __getattr__(self, name: str) -> Any: ...
+
+
+class Labels(Protocol):
+    """The labels start-up proved single tokens: `labels.<kind>` is ((label, token id), ...)."""
+    def __getattr__(self, kind: str) -> tuple: ...
+
+
 @dataclass(frozen=True)
 class Job:
     """What a kind's plan and combine may look at: the request's images, the profile and
     settings, the verified labels."""
-    images: tuple
-    profile: object
-    settings: object
-    labels: object
+    images: tuple[Picture, ...]
+    profile: Profile
+    settings: Settings
+    labels: Labels
+
+
+@dataclass(frozen=True)
+class Probe:
+    """A kind's start-up check that vLLM constrains a generation (text only, so it proves the
+    engine): the prompt, the structured_outputs sent, the token cap, whether a text obeys the
+    constraint, and how messages name it."""
+    prompt: str
+    structured: dict
+    max_tokens: int
+    obeys: Callable[[str], bool]
+    named: str  # "the box schema"
 
 
 class Kind:
-    """One question kind. Subclasses set the names and override the hooks that differ."""
+    """One question kind. Subclasses set the name and the adapters, and override the hooks
+    that differ."""
     name: str  # the internal name (Question.kind)
-    systemone: str  # its `type` on /v1/systemone
-    decisions: str | None  # its `type` on /v1/decisions (None: that API has no such type)
+    systemone: SystemOne  # its /v1/systemone adapter (its `type`, fields, answer, schemas)
+    decisions: Decisions | None = None  # its /v1/decisions adapter (None: no such type there)
     reads: bool = True  # answered by label reads (the shared layout, readout, temperature and
     # warm-up); False for a kind with its own path (box: a generation)
-    systemone_keys: frozenset = frozenset({"type", "instructions", "criteria"})
     label_key: str | None = None  # the profile's label list for it (serve_config.json)
     labels_needed: str = ""  # how many labels the profile must list, as messages say it
     all_labels_single: bool = True  # every label one distinct token (else the single ones kept)
     min_labels: int = 2  # the profile must list at least this many
     prior: bool = False  # calibration.label_prior may hold a fitted position prior for it
     rereads: bool = True  # an uncertain answer is read a second time (calibration.reread_below)
-    decisions_keys: frozenset = frozenset({"type", "name", "instructions"})
-    warmup_short: tuple = ()  # (question id, System One question) in the mixed warm-up body
-    warmup_decisions: dict | None = None  # its /v1/decisions warm-up question
     thinks: str | None = "unsure"  # with reasoning: "unsure" thinks in mode on, and in auto
     # when its first read is unsure; "on" only in mode on; None never
     settings: dict = {}  # its own server settings, in config.SETTINGS' form (name: row)
@@ -103,12 +143,6 @@ class Kind:
         """The profile lists enough labels for this kind."""
         raise NotImplementedError
 
-    def warmup_body(self, state: str, image_url: str = "") -> dict:
-        """A System One body (state and questions) asking this kind alone, run before ready
-        wherever the kind is served; `image_url`: a small picture (a data URL) for a kind that
-        needs one."""
-        raise NotImplementedError
-
     def listings(self, q: Question, labels, opts) -> list[Listing]:
         """A Listing per read of the question."""
         raise NotImplementedError
@@ -126,34 +160,15 @@ class Kind:
         """The answer from the calibrated probabilities of `question`'s options (in its order)."""
         raise NotImplementedError
 
-    # -- /v1/systemone -------------------------------------------------------------------
-    def systemone_options(self, criteria, loc, check, max_options: int,
-                          instructions=None) -> list[Option]:
-        """The options from a System One question's `criteria`, every problem into `check`."""
-        raise NotImplementedError
+    # -- start-up --------------------------------------------------------------------------
+    def check_profile(self, profile) -> None:
+        """The kind's own settings in a profile (a ValueError says what is wrong); none by
+        default."""
 
-    def systemone_extras(self, q: dict, loc, check, kwargs) -> dict:
-        """Question fields beyond instructions and options, from the question as sent and the
-        request's `kwargs` (none by default)."""
-        return {}
-
-    def check_images(self, count: int, loc, check) -> None:
-        """What the kind needs of the request's images (`count` of them), into `check`."""
-
-    def systemone_legend(self, raw: dict):
-        """What the answer echoes of the question as sent (None: nothing)."""
+    def probe(self, settings) -> Probe | None:
+        """The structured-outputs check a kind answered by a constrained generation offers
+        (the registry's first is run at start-up); None by default."""
         return None
-
-    def systemone_answer(self, q: Question, a: Answer, legend) -> dict:
-        raise NotImplementedError
-
-    # -- /v1/decisions -------------------------------------------------------------------
-    def decisions_options(self, raw: dict, loc, check, max_choices: int):
-        """(typed values kept for the answer, options)."""
-        raise NotImplementedError
-
-    def decisions_answer(self, name, values, a: Answer) -> dict:
-        raise NotImplementedError
 
 
 def generation_refusal(kind: str, structured: str) -> str | None:
@@ -179,42 +194,3 @@ def listed_lines(q: Question, lists, heading: str, what: str, text_of) -> list[s
             lines.append(f"{label}. {text_of(q.options[o])}")
     lines.append(f"Reply with {what} only.")
     return lines
-
-
-def is_criteria(criteria, kind, loc, check, what: str) -> bool:
-    """Required System One criteria of the right JSON type; otherwise one problem, and False."""
-    if isinstance(criteria, kind):
-        return True
-    if criteria is None:
-        check.add(loc, "Field required", "missing")
-    else:
-        check.add(loc, what, "dict_type" if kind is dict else "list_type")
-    return False
-
-
-def entries(raw, loc, check, low: int, high: int, what: str) -> list:
-    """A /v1/decisions array of low..high objects (choices, levels); [] with a problem else."""
-    if not isinstance(raw, list):
-        check.add(loc, f"{what} must be an array", "invalid_type" if raw is not None else "missing")
-        return []
-    if not low <= len(raw) <= high:
-        check.add(loc, f"{what} must contain between {low} and {high} items.", "array_length")
-        return []
-    good = True
-    for j, entry in enumerate(raw):
-        if not isinstance(entry, dict):
-            check.add(loc + (j,), f"each of {what} must be an object", "invalid_type")
-            good = False
-    return raw if good else []
-
-
-def unknown_fields(entry: dict, allowed: set, loc, check) -> None:
-    for extra in sorted(set(entry) - allowed):
-        check.add(loc + (extra,), f"Unknown parameter: '{extra}'.", "unknown_parameter")
-
-
-def described(entry: dict, loc, check) -> None:
-    """A /v1/decisions entry's optional description must be a string."""
-    description = entry.get("description")
-    if description is not None and not isinstance(description, str):
-        check.add(loc + ("description",), "description must be a string", "invalid_type")

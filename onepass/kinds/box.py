@@ -1,26 +1,31 @@
 """The box kind: where a named object is in an image, as a box with a calibrated confidence.
 
-Owns: the box question on /v1/systemone (instructions, `box.mode`, `kwargs.box.mode`), its plan
-(the `present` noul read; in edges and hybrid modes four edge reads; in generate and hybrid
-modes a generation under a JSON schema), combining those into its answer (present tempering,
-the generated or edge box, hybrid's pick and the confidence map, both box_confidence.py's),
-its rendering, its limits and settings, a vision profile's `vision.box` settings
-(check_settings), and reading the generated box and its coordinate-token log-probs.
+Owns: the box question on /v1/systemone (its adapter: instructions, `box.mode`,
+`kwargs.box.mode` into its params, Asked; its rendering and schemas), its plan (the `present`
+noul read; in edges and hybrid modes four edge reads; in generate and hybrid modes a generation
+under a JSON schema), combining those into its answer (present tempering, the generated or
+edge box, hybrid's pick and the confidence map, both box_confidence.py's; the answer's payload
+is a box_geometry.Box), its limits and settings, a vision profile's `vision.box` settings
+(check_profile), the structured-outputs probe (a generation under its schema), and reading the
+generated box and its coordinate-token log-probs.
 Never: calls vLLM (backend/ does) or converts coordinates itself (box_geometry.to_fractions).
-/v1/decisions has no box type: the registry lists this kind for /v1/systemone only.
+/v1/decisions has no box type: the kind has no Decisions adapter.
 Design and status: docs/box.md.
 """
 from __future__ import annotations
 
 import json
-import math
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
-from ..decision import BOX, NOUL, SCORE, Answer, Box, Option, Question
+from ..decision import BOX, NOUL, SCORE, Answer, Option, Question
 from . import box_geometry
+from .adapters import SystemOne
 from .box_confidence import (MAPPED, check_maps, confidence, finite, hybrid, map_input,
-                             mode_map)
-from .base import MAX_LEVELS, Generation, Kind, Limit, Listing, Plan, generation_refusal
+                             mode_map, tempered)
+from .base import (MAX_LEVELS, Generation, Kind, Limit, Listing, Plan, Probe,
+                   generation_refusal)
+from .box_geometry import Box, edges_box
+from .schema import PROBABILITY, TEXT, const, obj
 
 MODES = ("generate", "edges", "hybrid")
 GENERATES, READS_EDGES = ("generate", "hybrid"), ("edges", "hybrid")
@@ -28,13 +33,76 @@ DEFAULT_MODE = "generate"
 SETTINGS_KEYS = {"convention", "confidence", "present_temperature"}
 OPTIONAL_KEYS = {"fitted", "present_bias"}  # the fit's record; present's shift (default 0)
 EDGES = ("left", "top", "right", "bottom")
+PROBE_PROMPT = "Where is the object? Answer with JSON.\n"
+PROBE_MOST = 1000  # the probe's grid: any box convention's schema has this shape
+
+
+@dataclass(frozen=True)
+class Asked:
+    """A box question's params (Question.params): its mode and, once planned, the profile's
+    convention its generation is laid out in."""
+    mode: str
+    convention: box_geometry.Convention | None = None
+
+
+class OnSystemOne(SystemOne):
+    type = "box"
+    keys = frozenset({"type", "instructions", "box"})
+
+    def options(self, criteria, loc, check, max_options, instructions=None):
+        if instructions is None:
+            check.add(loc[:-1] + ("instructions",), "a box question needs instructions naming "
+                      "what to find", "missing")
+        return []
+
+    def params(self, q, loc, check, kwargs):
+        """The mode: the question's `box.mode`, else `kwargs.box.mode`, else generate."""
+        mode = _mode(kwargs.get("box") if isinstance(kwargs, dict) else None,
+                     ("kwargs", "box"), check) or DEFAULT_MODE
+        return Asked(_mode(q.get("box"), loc + ("box",), check) or mode)
+
+    def check_images(self, count, loc, check):
+        if count != 1:  # a box is drawn on the request's one image
+            check.add(loc, f"a box question is answered on the request's one image; this "
+                      f"request has {count}", "missing" if not count else "too_long")
+
+    def answer(self, q, a, legend):
+        b = a.payload
+        return {"type": BOX, "box": {"left": b.left, "top": b.top, "right": b.right,
+                                     "bottom": b.bottom},
+                "confidence": b.confidence, "present": b.present, "found": b.found,
+                "x_box_mode": b.mode, "x_box_logprob": b.logprob,
+                "x_box_raw": list(b.raw) if b.raw is not None else None}
+
+    def warmup_body(self, state, image_url=""):
+        """A box in each mode beside a noul, on one picture: the constrained generation (its
+        grammar compiled once), the present and edge reads."""
+        return {"state": {"photo": image_url}, "questions": {
+            mode: {"type": "box", "instructions": "the blue area in `photo`", "box": {"mode": mode}}
+            for mode in MODES} | {"blue": {"type": "noul", "instructions": "Is [image 1] blue?"}}}
+
+    def question_schema(self, max_options):
+        return obj({"type": const("box"), "instructions": TEXT,
+                    "box": obj({"mode": {"enum": list(MODES)}})},
+                   ["type", "instructions"],
+                   description="where a named object is in the request's one image (vision "
+                               "profiles only; elsewhere 422)")
+
+    def answer_schema(self):
+        edge = {"type": "number", "minimum": 0, "maximum": 1}
+        return obj({"type": const("box"),
+                    "box": obj({k: edge for k in EDGES}, EDGES),
+                    "confidence": PROBABILITY, "present": PROBABILITY,
+                    "found": {"type": "boolean"}, "x_box_mode": {"enum": list(MODES)},
+                    "x_box_logprob": {"type": ["number", "null"]},
+                    "x_box_raw": {"type": ["array", "null"], "items": {"type": "number"}}},
+                   ["type", "box", "confidence", "present", "found"], extra="x_")
 
 
 class BoxKind(Kind):
-    name, systemone, decisions = BOX, "box", None
+    name, systemone = BOX, OnSystemOne()
     reads, rereads = False, False  # its reads are parts of its answer; never read again
     thinks = None
-    systemone_keys = frozenset({"type", "instructions", "box"})
     settings = {
         "max_box_questions": (int, 4, "ONEPASS_MAX_BOX_QUESTIONS",
                               "box questions in one request (each costs a generation; more: 422)"),
@@ -46,12 +114,12 @@ class BoxKind(Kind):
         the profile has score labels (at most MAX_LEVELS); the generation in the profile's
         convention, its schema bounded by the image's size."""
         reads = (present_question(q),)
-        if q.mode in READS_EDGES:
+        if q.params.mode in READS_EDGES:
             reads += edge_questions(q, min(MAX_LEVELS, len(job.labels.score)))
         generation = None
-        if q.mode in GENERATES:
+        if q.params.mode in GENERATES:
             conv = box_geometry.convention(job.profile.vision.box["convention"])
-            generation = Generation(replace(q, convention=conv),
+            generation = Generation(replace(q, params=replace(q.params, convention=conv)),
                                     {"json": schema(conv.most(_size(job.images)))},
                                     job.settings.box_max_tokens)
         return Plan(reads, generation)
@@ -74,7 +142,8 @@ class BoxKind(Kind):
         maps = {mode: mode_map(settings["confidence"], mode) for mode in MAPPED}
         sure = {mode: confidence(map_input(maps[mode], f, box), maps[mode]) if box else None
                 for mode, box, f in (("generate", gen, feature), ("edges", edges, edge_feature))}
-        used = q.mode if q.mode != "hybrid" else hybrid(sure["generate"], sure["edges"])
+        mode = q.params.mode
+        used = mode if mode != "hybrid" else hybrid(sure["generate"], sure["edges"])
         fractions, feature, raw = ((gen, feature, raw) if used == "generate"
                                    else (edges, edge_feature, None))
         return answer(fractions, sure[used] or 0.0, present, used, feature, raw)
@@ -90,41 +159,19 @@ class BoxKind(Kind):
     def labels_ok(self, labels) -> bool:
         return True  # no labels of its own (present uses the noul labels)
 
-    def systemone_options(self, criteria, loc, check, max_options, instructions=None):
-        if instructions is None:
-            check.add(loc[:-1] + ("instructions",), "a box question needs instructions naming "
-                      "what to find", "missing")
-        return []
-
-    def systemone_extras(self, q, loc, check, kwargs):
-        """The mode: the question's `box.mode`, else `kwargs.box.mode`, else generate."""
-        mode = _mode(kwargs.get("box") if isinstance(kwargs, dict) else None,
-                     ("kwargs", "box"), check) or DEFAULT_MODE
-        return {"mode": _mode(q.get("box"), loc + ("box",), check) or mode}
-
-    def warmup_body(self, state, image_url=""):
-        """A box in each mode beside a noul, on one picture: the constrained generation (its
-        grammar compiled once), the present and edge reads."""
-        return {"state": {"photo": image_url}, "questions": {
-            mode: {"type": "box", "instructions": "the blue area in `photo`", "box": {"mode": mode}}
-            for mode in MODES} | {"blue": {"type": "noul", "instructions": "Is [image 1] blue?"}}}
-
-    def check_images(self, count, loc, check):
-        if count != 1:  # a box is drawn on the request's one image
-            check.add(loc, f"a box question is answered on the request's one image; this "
-                      f"request has {count}", "missing" if not count else "too_long")
-
     def listings(self, q, labels, opts):
         """The generation's prompt: no labels to read, the JSON schema constrains the reply."""
-        return [Listing(prompt_lines(q, q.convention))]
+        return [Listing(prompt_lines(q, q.params.convention))]
 
-    def systemone_answer(self, q, a, legend):
-        b = a.box
-        return {"type": BOX, "box": {"left": b.left, "top": b.top, "right": b.right,
-                                     "bottom": b.bottom},
-                "confidence": b.confidence, "present": b.present, "found": b.found,
-                "x_box_mode": b.mode, "x_box_logprob": b.logprob,
-                "x_box_raw": list(b.raw) if b.raw is not None else None}
+    def check_profile(self, profile):
+        """A vision profile's `vision.box` settings (check_settings)."""
+        if profile.vision is not None and profile.vision.box is not None:
+            check_settings(profile.vision.box)
+
+    def probe(self, settings):
+        """A text generation under the box schema, on a 0-PROBE_MOST grid."""
+        return Probe(PROBE_PROMPT, {"json": schema(PROBE_MOST)}, settings.box_max_tokens,
+                     in_schema, "the box schema")
 
 
 def _size(images) -> tuple[int, int]:
@@ -157,8 +204,7 @@ def answer(fractions, confidence: float, present: float, mode: str,
     left, top, right, bottom = fractions if found else box_geometry.WHOLE
     box = Box(left, top, right, bottom, confidence if found else 0.0, present, found, mode,
               logprob if found else None, tuple(raw) if raw is not None else None)
-    return Answer(BOX, (present, 1.0 - present), box.confidence, present,
-                  0 if present >= 0.5 else 1, box)
+    return Answer(BOX, (present, 1.0 - present), box.confidence, 0 if present >= 0.5 else 1, box)
 
 
 def present_question(q: Question) -> Question:
@@ -167,17 +213,6 @@ def present_question(q: Question) -> Question:
     generation."""
     return Question(NOUL, f"Is this visible in the image(s): {q.instructions}?",
                     (Option("true", "it is visible"), Option("false", "it is not visible")))
-
-
-def tempered(p_yes: float, temperature: float, bias: float = 0.0) -> float:
-    """`present` with the profile's present temperature and bias on top of the noul read's own:
-    sigmoid(logit(p) / T + bias), exact at 0 and 1. The bias moves where yes begins, which a
-    temperature cannot: a model trained on as many misnamed questions as named ones leans to
-    no where most named objects are there."""
-    if p_yes <= 0.0 or p_yes >= 1.0 or (temperature == 1.0 and bias == 0.0):
-        return p_yes
-    z = math.log(p_yes / (1.0 - p_yes)) / temperature + bias
-    return 1.0 / (1.0 + math.exp(-z)) if z >= 0 else math.exp(z) / (1.0 + math.exp(z))
 
 
 def edge_questions(q: Question, levels: int) -> tuple[Question, ...]:
@@ -191,20 +226,6 @@ def edge_questions(q: Question, levels: int) -> tuple[Question, ...]:
                           f"holds that edge?",
                           tuple(Option(str(k), f"band {k} of {levels}") for k in range(levels)))
                  for edge in EDGES)
-
-
-def edges_box(distributions) -> tuple[tuple, float]:
-    """(left, top, right, bottom as fractions, confidence feature) from the four edges'
-    distributions over equal bands: each edge at the expected band's centre; the feature is
-    the mean log of each edge's top band probability (the same scale as a generation's)."""
-    coords, feature = [], 0.0
-    for probs in distributions:
-        n = len(probs)
-        coords.append(math.fsum((k + 0.5) * p for k, p in enumerate(probs)) / n)
-        feature += math.log(max(max(probs), 1e-300)) / len(distributions)
-    left, right = sorted(coords[0::2])
-    top, bottom = sorted(coords[1::2])
-    return (left, top, right, bottom), feature
 
 
 def prompt_lines(q: Question, conv: box_geometry.Convention) -> list[str]:
@@ -243,6 +264,18 @@ def schema(most: int) -> dict:
               "minItems": 4, "maxItems": 4}
     return {"type": "object", "properties": {"box": {"anyOf": [coords, {"type": "null"}]}},
             "required": ["box"], "additionalProperties": False}
+
+
+def in_schema(text: str) -> bool:
+    """Whether a generation obeys schema(PROBE_MOST): {"box": four integers in range, or null}."""
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return False
+    raw = value.get("box", ()) if isinstance(value, dict) else ()
+    return isinstance(value, dict) and set(value) == {"box"} and (raw is None or (
+        isinstance(raw, list) and len(raw) == 4
+        and all(type(v) is int and 0 <= v <= PROBE_MOST for v in raw)))
 
 
 def read_generation(text: str, tokens) -> tuple:

@@ -1,8 +1,10 @@
-"""A box's confidence: the calibrated P(IoU >= 0.5) of the box a mode made, and hybrid's pick.
+"""A box's confidence: the calibrated P(IoU >= 0.5) of the box a mode made, hybrid's pick, and
+`present` tempered.
 
 Owns: the map a vision profile's `vision.box.confidence` holds (one {a, b[, feature]} for every
 mode, or one per MAPPED mode) and its check, the number each map reads (map_input), the
-logistic itself, and which of two boxes a hybrid question answers.
+logistic itself, which of two boxes a hybrid question answers, and `present` with the profile's
+present temperature and bias (tempered).
 Never: reads or generates (kinds/box.py plans and combines), fits a map
 (bench/fit/fit_box_calibration.py does, on the box scenes' fit half).
 """
@@ -75,3 +77,14 @@ def hybrid(generated: float | None, edges: float | None) -> str:
 
 def finite(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def tempered(p_yes: float, temperature: float, bias: float = 0.0) -> float:
+    """`present` with the profile's present temperature and bias on top of the noul read's own:
+    sigmoid(logit(p) / T + bias), exact at 0 and 1. The bias moves where yes begins, which a
+    temperature cannot: a model trained on as many misnamed questions as named ones leans to
+    no where most named objects are there."""
+    if p_yes <= 0.0 or p_yes >= 1.0 or (temperature == 1.0 and bias == 0.0):
+        return p_yes
+    z = math.log(p_yes / (1.0 - p_yes)) / temperature + bias
+    return 1.0 / (1.0 + math.exp(-z)) if z >= 0 else math.exp(z) / (1.0 + math.exp(z))

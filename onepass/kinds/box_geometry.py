@@ -1,6 +1,7 @@
 """Box conventions: how a model writes a box, and the one conversion to fractions of the image.
 
-Owns: Convention (a vision profile's `vision.box.convention`), its check, and to_fractions.
+Owns: Convention (a vision profile's `vision.box.convention`), its check, to_fractions, the
+edges mode's box from its four band distributions (edges_box), and Box (the answer's record).
 Never: talks to vLLM or knows an API's field names (kinds/box.py renders the answer).
 Pure functions only, so every convention is tested with a known box (tests/unit/kinds/test_box.py).
 """
@@ -24,6 +25,22 @@ class Convention:
     def most(self, image_size) -> int:
         """The largest coordinate the generation may write (its JSON schema's maximum)."""
         return self.scale if self.units == "grid" else max(image_size)
+
+
+@dataclass(frozen=True)
+class Box:
+    """A box answer (the box kind's Answer.payload): edges as fractions of the original image
+    (WHOLE when not found)."""
+    left: float
+    top: float
+    right: float
+    bottom: float
+    confidence: float  # calibrated P(IoU >= 0.5); 0 when not found
+    present: float  # P(the named object is visible), read like a noul
+    found: bool
+    mode: str  # the mode that produced the box (hybrid: the one answered)
+    logprob: float | None = None  # the confidence feature before calibration (None: no box)
+    raw: tuple | None = None  # the numbers the model wrote, in its convention (generate only)
 
 
 def convention(raw) -> Convention:
@@ -97,6 +114,20 @@ def to_fractions(raw, conv: Convention, image_size, resized_size):
     if left >= right or top >= bottom:  # nothing of the box lies inside the image
         return None
     return left, top, right, bottom
+
+
+def edges_box(distributions) -> tuple[tuple, float]:
+    """(left, top, right, bottom as fractions, confidence feature) from the four edges'
+    distributions over equal bands: each edge at the expected band's centre; the feature is
+    the mean log of each edge's top band probability (the same scale as a generation's)."""
+    coords, feature = [], 0.0
+    for probs in distributions:
+        n = len(probs)
+        coords.append(math.fsum((k + 0.5) * p for k, p in enumerate(probs)) / n)
+        feature += math.log(max(max(probs), 1e-300)) / len(distributions)
+    left, right = sorted(coords[0::2])
+    top, bottom = sorted(coords[1::2])
+    return (left, top, right, bottom), feature
 
 
 def _finite(v) -> bool:

@@ -1,15 +1,16 @@
 """The choice kind: one of up to 255 named options, listed in one or more rotated orders.
 
 Owns: the choice prompt lines (options in K rotated orders, in one prompt with labels of their
-own per copy, or one read each), its answer and confidence, and its renderings (option keys on
+own per copy, or one read each), its answer and confidence, and its adapters (option keys on
 /v1/systemone, typed values on /v1/decisions: `true` and `"true"` are different choices).
 """
 from __future__ import annotations
 
 from ..decision import CHOICE, Answer, Option
 from ..errors import InvalidRequest, Problem
-from .base import (MAX_OPTIONS, MIN_OPTIONS, Kind, Listing, described, entries, is_criteria,
-                   listed_lines, unknown_fields)
+from .adapters import Decisions, SystemOne, described, entries, is_criteria, unknown_fields
+from .base import MAX_OPTIONS, MIN_OPTIONS, Kind, Listing, listed_lines
+from .schema import NAME, PROBABILITY, TEXT_OR_NULL, const, obj
 
 
 def confidence(probs) -> float:
@@ -39,23 +40,106 @@ def _read(q, lists, order: int | None):
     return Listing(lines, pairs, option_of_label, order_of_label)
 
 
-class Choice(Kind):
-    name, systemone, decisions = CHOICE, "choice", "choice"
-    label_key, labels_needed, all_labels_single = "choice_labels", "2+", False
-    prior = True
-    decisions_keys = frozenset({"type", "name", "instructions", "choices"})
+class OnSystemOne(SystemOne):
+    type = "choice"
     warmup_short = ("team", {"type": "choice", "criteria": {"billing": None, "tech": None}})
-    warmup_decisions = {"type": "choice", "instructions": "Refund approved?",
-                        "choices": [{"value": True}, {"value": False}]}
 
-    def labels_ok(self, labels) -> bool:
-        return len(labels) >= 2
+    def options(self, criteria, loc, check, max_options, instructions=None):
+        if not is_criteria(criteria, dict, loc, check,
+                           "choice criteria must be an object of option -> description"):
+            return []
+        if len(criteria) < MIN_OPTIONS:
+            check.add(loc, f"a choice needs at least two options, got {len(criteria)}",
+                      "too_short")
+        elif len(criteria) > max_options:
+            check.add(loc, f"this server accepts at most {max_options} options per choice, "
+                      f"got {len(criteria)}", "too_long")
+        return [Option(key, check.text(desc, loc + (key,))) for key, desc in criteria.items()]
 
-    def warmup_body(self, state: str, image_url: str = "") -> dict:
+    def answer(self, q, a, legend):
+        return {"type": CHOICE, "choice": q.options[a.best].key,
+                "probabilities": {o.key: p for o, p in zip(q.options, a.probabilities)},
+                "confidence": a.confidence}
+
+    def warmup_body(self, state, image_url=""):
         return {"state": state, "questions": {"team": {
             "type": "choice", "instructions": "Which team should handle it?",
             "criteria": {"billing": "Payments and refunds", "tech": None,
                          "sales": "Pricing and upgrades"}}}}
+
+    def question_schema(self, max_options):
+        return obj({"type": const("choice"), "instructions": TEXT_OR_NULL,
+                    "criteria": {"type": "object", "minProperties": 2,
+                                 "maxProperties": max_options,
+                                 "additionalProperties": TEXT_OR_NULL,
+                                 "description": "option name -> description (null: by name)"}},
+                   ["type", "criteria"])
+
+    def answer_schema(self):
+        return obj({"type": const("choice"), "choice": {"type": "string"},
+                    "probabilities": {"type": "object", "additionalProperties": PROBABILITY},
+                    "confidence": PROBABILITY},
+                   ["type", "choice", "probabilities", "confidence"], extra="x_")
+
+
+class OnDecisions(Decisions):
+    type = "choice"
+    keys = frozenset({"type", "name", "instructions", "choices"})
+    warmup = {"type": "choice", "instructions": "Refund approved?",
+              "choices": [{"value": True}, {"value": False}]}
+
+    def options(self, raw, loc, check, max_choices):
+        loc = loc + ("choices",)
+        values, options, seen = [], [], set()
+        for j, entry in enumerate(entries(raw.get("choices"), loc, check, MIN_OPTIONS,
+                                          min(MAX_OPTIONS, max_choices), "choices")):
+            value = entry.get("value")
+            unknown_fields(entry, {"value", "description"}, loc + (j,), check)
+            if not isinstance(value, (str, bool)):
+                check.add(loc + (j, "value"), "a choice value must be a string or a boolean",
+                          "invalid_type")
+                continue
+            typed = (type(value), value)  # "true" and true are different choices
+            if typed in seen:
+                check.add(loc + (j, "value"), f"duplicate choice value {value!r}",
+                          "duplicate_value")
+            seen.add(typed)
+            described(entry, loc + (j,), check)
+            key = value if isinstance(value, str) else ("true" if value else "false")
+            values.append(value)
+            options.append(Option(key, entry.get("description")))
+        return tuple(values), options
+
+    def answer(self, name, values, a):
+        return {"type": "choice", "name": name, "choice": values[a.best],
+                "confidence": a.confidence,
+                "probabilities": [{"value": v, "probability": p}
+                                  for v, p in zip(values, a.probabilities)]}
+
+    def question_schema(self, common, max_options):
+        value = obj({"value": {"type": ["string", "boolean"]},
+                     "description": {"type": ["string", "null"]}}, ["value"])
+        return obj({"type": const("choice"), **common, "choices": {
+            "type": "array", "minItems": 2, "maxItems": max_options, "uniqueItems": True,
+            "items": value}}, ["type", "instructions", "choices"])
+
+    def answer_schema(self):
+        value = {"type": ["string", "boolean"]}
+        return obj({"type": const("choice"), "name": NAME, "choice": value,
+                    "confidence": PROBABILITY, "probabilities": {"type": "array", "items": obj(
+                        {"value": value, "probability": PROBABILITY},
+                        ["value", "probability"])}},
+                   ["type", "name", "choice", "confidence", "probabilities"], extra="x_")
+
+
+class Choice(Kind):
+    name = CHOICE
+    systemone, decisions = OnSystemOne(), OnDecisions()
+    label_key, labels_needed, all_labels_single = "choice_labels", "2+", False
+    prior = True
+
+    def labels_ok(self, labels) -> bool:
+        return len(labels) >= 2
 
     def listings(self, q, labels, opts):
         n, usable = len(q.options), labels.choice
@@ -88,52 +172,7 @@ class Choice(Kind):
         top = max(probs)
         pick = min((o.key, i) for i, (o, p) in enumerate(zip(question.options, probs))
                    if p == top)[1]
-        return Answer(self.name, tuple(probs), confidence(probs), 0.0, pick)
-
-    def systemone_options(self, criteria, loc, check, max_options, instructions=None):
-        if not is_criteria(criteria, dict, loc, check,
-                           "choice criteria must be an object of option -> description"):
-            return []
-        if len(criteria) < MIN_OPTIONS:
-            check.add(loc, f"a choice needs at least two options, got {len(criteria)}",
-                      "too_short")
-        elif len(criteria) > max_options:
-            check.add(loc, f"this server accepts at most {max_options} options per choice, "
-                      f"got {len(criteria)}", "too_long")
-        return [Option(key, check.text(desc, loc + (key,))) for key, desc in criteria.items()]
-
-    def systemone_answer(self, q, a, legend):
-        return {"type": CHOICE, "choice": q.options[a.best].key,
-                "probabilities": {o.key: p for o, p in zip(q.options, a.probabilities)},
-                "confidence": a.confidence}
-
-    def decisions_options(self, raw, loc, check, max_choices):
-        loc = loc + ("choices",)
-        values, options, seen = [], [], set()
-        for j, entry in enumerate(entries(raw.get("choices"), loc, check, MIN_OPTIONS,
-                                          min(MAX_OPTIONS, max_choices), "choices")):
-            value = entry.get("value")
-            unknown_fields(entry, {"value", "description"}, loc + (j,), check)
-            if not isinstance(value, (str, bool)):
-                check.add(loc + (j, "value"), "a choice value must be a string or a boolean",
-                          "invalid_type")
-                continue
-            typed = (type(value), value)  # "true" and true are different choices
-            if typed in seen:
-                check.add(loc + (j, "value"), f"duplicate choice value {value!r}",
-                          "duplicate_value")
-            seen.add(typed)
-            described(entry, loc + (j,), check)
-            key = value if isinstance(value, str) else ("true" if value else "false")
-            values.append(value)
-            options.append(Option(key, entry.get("description")))
-        return tuple(values), options
-
-    def decisions_answer(self, name, values, a):
-        return {"type": "choice", "name": name, "choice": values[a.best],
-                "confidence": a.confidence,
-                "probabilities": [{"value": v, "probability": p}
-                                  for v, p in zip(values, a.probabilities)]}
+        return Answer(self.name, tuple(probs), confidence(probs), pick)
 
 
 KIND = Choice()

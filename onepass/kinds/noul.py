@@ -1,30 +1,81 @@
 """The noul (yes/no) kind: two fixed labels, P(true) as its answer, the yes/no floor.
 
-Owns: the noul prompt lines, its answer, the floor (calibration.noul_floor) and its renderings
-(`noul` on /v1/systemone, `predicate` on /v1/decisions).
+Owns: the noul prompt lines, its answer (its payload: P(true)), the floor (calibration.noul_floor)
+and its adapters (`noul` on /v1/systemone, `predicate` on /v1/decisions: fields, renderings,
+schemas, warm-up).
 """
 from __future__ import annotations
 
 from ..decision import NOUL, Answer, Option
+from .adapters import Decisions, SystemOne
 from .base import Kind, Listing, best
+from .schema import NAME, PROBABILITY, TEXT_OR_NULL, const, obj
 
 SIDES = ("true", "false")
 
 
+class OnSystemOne(SystemOne):
+    type = "noul"
+    warmup_short = ("refund", {"type": "noul", "criteria": {"true": "asks for a refund"}})
+
+    def options(self, criteria, loc, check, max_options, instructions=None):
+        if criteria is None:
+            options = [Option(side, None) for side in SIDES]
+        elif not isinstance(criteria, dict):
+            check.add(loc, "noul criteria must be null or an object with \"true\"/\"false\"",
+                      "dict_type")
+            options = []
+        else:
+            for extra in sorted(set(criteria) - set(SIDES)):
+                check.add(loc + (extra,), "noul criteria take only the keys \"true\" and \"false\"",
+                          "extra_forbidden")
+            options = [Option(side, check.text(criteria.get(side), loc + (side,)))
+                       for side in SIDES]
+        if instructions is None and all(o.text is None for o in options):
+            check.add(loc[:-1], "a noul needs instructions or at least one criteria side",
+                      "missing")
+        return options
+
+    def answer(self, q, a, legend):
+        return {"type": NOUL, "noul": a.payload}
+
+    def warmup_body(self, state, image_url=""):
+        return {"state": state, "questions": {"refund": {
+            "type": "noul", "instructions": "Is the customer asking for money back?"}}}
+
+    def question_schema(self, max_options):
+        return obj({"type": const("noul"), "instructions": TEXT_OR_NULL,
+                    "criteria": {"type": ["object", "null"], "additionalProperties": False,
+                                 "properties": {"true": TEXT_OR_NULL, "false": TEXT_OR_NULL}}},
+                   ["type"], description="yes/no; needs instructions or a criteria side")
+
+    def answer_schema(self):
+        return obj({"type": const("noul"), "noul": PROBABILITY}, ["type", "noul"], extra="x_")
+
+
+class OnDecisions(Decisions):
+    type = "predicate"
+    warmup = {"type": "predicate", "name": "refund", "instructions": "A refund is asked for."}
+
+    def options(self, raw, loc, check, max_choices):
+        return (True, False), [Option(side, None) for side in SIDES]
+
+    def answer(self, name, values, a):
+        return {"type": "predicate", "name": name, "probability": a.payload}
+
+    def answer_schema(self):
+        return obj({"type": const("predicate"), "name": NAME, "probability": PROBABILITY},
+                   ["type", "name", "probability"], extra="x_")
+
+
 class Noul(Kind):
-    name, systemone, decisions = NOUL, "noul", "predicate"
+    name = NOUL
+    systemone, decisions = OnSystemOne(), OnDecisions()
     label_key, labels_needed = "noul_labels", "2"
     prior, rereads = True, False  # a yes/no is never read again
-    warmup_short = ("refund", {"type": "noul", "criteria": {"true": "asks for a refund"}})
-    warmup_decisions = {"type": "predicate", "name": "refund",
-                        "instructions": "A refund is asked for."}
 
     def labels_ok(self, labels) -> bool:
         return len(labels) == 2
-
-    def warmup_body(self, state: str, image_url: str = "") -> dict:
-        return {"state": state, "questions": {"refund": {
-            "type": "noul", "instructions": "Is the customer asking for money back?"}}}
 
     def listings(self, q, labels, opts):
         pairs = labels.noul
@@ -47,34 +98,8 @@ class Noul(Kind):
         return [yes, 1 - yes]
 
     def answer(self, probs, question):
-        return Answer(self.name, tuple(probs), 1.0, probs[0], best(probs))
-
-    def systemone_options(self, criteria, loc, check, max_options, instructions=None):
-        if criteria is None:
-            options = [Option(side, None) for side in SIDES]
-        elif not isinstance(criteria, dict):
-            check.add(loc, "noul criteria must be null or an object with \"true\"/\"false\"",
-                      "dict_type")
-            options = []
-        else:
-            for extra in sorted(set(criteria) - set(SIDES)):
-                check.add(loc + (extra,), "noul criteria take only the keys \"true\" and \"false\"",
-                          "extra_forbidden")
-            options = [Option(side, check.text(criteria.get(side), loc + (side,)))
-                       for side in SIDES]
-        if instructions is None and all(o.text is None for o in options):
-            check.add(loc[:-1], "a noul needs instructions or at least one criteria side",
-                      "missing")
-        return options
-
-    def systemone_answer(self, q, a, legend):
-        return {"type": NOUL, "noul": a.score}
-
-    def decisions_options(self, raw, loc, check, max_choices):
-        return (True, False), [Option(side, None) for side in SIDES]
-
-    def decisions_answer(self, name, values, a):
-        return {"type": "predicate", "name": name, "probability": a.score}
+        """P(true) is its payload (what both APIs render); confidence is unused."""
+        return Answer(self.name, tuple(probs), 1.0, best(probs), probs[0])
 
 
 KIND = Noul()

@@ -1,20 +1,24 @@
 """The number kind: a number the model writes after the question, with a confidence from its own
 token log-probs.
 
-Owns: the number question on /v1/systemone (instructions only, no criteria), its prompt lines,
-its plan (one generation, constrained by a regular expression for a plain decimal; no read),
-its limits and settings, reading the generated text into a value, its confidence, its answer.
+Owns: the number question on /v1/systemone (its adapter: instructions only, no criteria; its
+rendering and schemas), its prompt lines, its plan (one generation, constrained by a regular
+expression for a plain decimal; no read), its limits and settings, its structured-outputs probe,
+reading the generated text into a value, its confidence, its answer (its payload: Written).
 Never: calls vLLM (backend/generation.py does) or decides when a question thinks first.
 /v1/decisions has no numeric question (the OpenAI Decisions contract lists predicate, choice
-and score): the registry lists this kind for /v1/systemone only, and that API says so (400).
+and score): the kind has no Decisions adapter, and that API says so (400).
 """
 from __future__ import annotations
 
 import math
 import re
+from typing import NamedTuple
 
 from ..decision import NUMBER, Answer, Question
-from .base import Generation, Kind, Limit, Listing, Plan, generation_refusal
+from .adapters import SystemOne
+from .base import Generation, Kind, Limit, Listing, Plan, Probe, generation_refusal
+from .schema import PROBABILITY, TEXT, const, obj
 
 # A plain decimal: an optional minus, an integer of at most 12 digits without leading zeros, an
 # optional fraction of at most 6. Every prefix the grammar lets the model stop at is a whole
@@ -23,20 +27,28 @@ from .base import Generation, Kind, Limit, Listing, Plan, generation_refusal
 PATTERN = r"-?(0|[1-9][0-9]{0,11})(\.[0-9]{1,6})?"
 WHOLE = re.compile(PATTERN)
 MAX_DIGITS = 40  # a value read from more digits is not a float worth reporting
+PROBE_PROMPT = "How many items are in the order? Answer with a number.\n"
 
 
-class NumberKind(Kind):
-    name, systemone, decisions = NUMBER, "number", None
-    reads, rereads = False, False  # a generation, not label reads; never read again
-    thinks = "on"  # with reasoning on, it writes its thought first and its number after it
-    systemone_keys = frozenset({"type", "instructions"})
-    settings = {
-        "max_number_questions": (int, 8, "ONEPASS_MAX_NUMBER_QUESTIONS",
-                                 "number questions in one request (each costs a generation; "
-                                 "more: 422)"),
-        "number_max_tokens": (int, 24, "ONEPASS_NUMBER_MAX_TOKENS",
-                              "generation tokens per number answer (a number cut by it is null)"),
-    }
+class Written(NamedTuple):
+    """A number answer's payload: the value (None: not a number, or cut) and the text written."""
+    value: float | None
+    text: str
+
+
+class OnSystemOne(SystemOne):
+    type = "number"
+    keys = frozenset({"type", "instructions"})
+
+    def options(self, criteria, loc, check, max_options, instructions=None):
+        if instructions is None:
+            check.add(loc[:-1] + ("instructions",), "a number question needs instructions "
+                      "saying what to count or read", "missing")
+        return []
+
+    def answer(self, q, a, legend):
+        return {"type": NUMBER, "number": a.payload.value, "text": a.payload.text,
+                "confidence": a.confidence}
 
     def warmup_body(self, state, image_url=""):
         """Its grammar compiled before ready (a thought is a plain generation: nothing to
@@ -44,6 +56,29 @@ class NumberKind(Kind):
         return {"state": state, "questions": {
             "order": {"type": "number", "instructions": "What is the order number?"},
             "refund": {"type": "noul", "instructions": "Is a refund asked for?"}}}
+
+    def question_schema(self, max_options):
+        return obj({"type": const("number"), "instructions": TEXT}, ["type", "instructions"],
+                   description="a number read from the state, with the text it was read from "
+                               "(a server without the number kind answers 422)")
+
+    def answer_schema(self):
+        return obj({"type": const("number"), "number": {"type": ["number", "null"]},
+                    "text": {"type": "string"}, "confidence": PROBABILITY},
+                   ["type", "number", "text", "confidence"], extra="x_")
+
+
+class NumberKind(Kind):
+    name, systemone = NUMBER, OnSystemOne()
+    reads, rereads = False, False  # a generation, not label reads; never read again
+    thinks = "on"  # with reasoning on, it writes its thought first and its number after it
+    settings = {
+        "max_number_questions": (int, 8, "ONEPASS_MAX_NUMBER_QUESTIONS",
+                                 "number questions in one request (each costs a generation; "
+                                 "more: 422)"),
+        "number_max_tokens": (int, 24, "ONEPASS_NUMBER_MAX_TOKENS",
+                              "generation tokens per number answer (a number cut by it is null)"),
+    }
 
     def plan(self, q, job):
         return Plan(generation=Generation(q, constraint(), job.settings.number_max_tokens))
@@ -59,20 +94,17 @@ class NumberKind(Kind):
     def labels_ok(self, labels) -> bool:
         return True  # no labels: the answer is generated
 
-    def systemone_options(self, criteria, loc, check, max_options, instructions=None):
-        if instructions is None:
-            check.add(loc[:-1] + ("instructions",), "a number question needs instructions "
-                      "saying what to count or read", "missing")
-        return []
-
     def listings(self, q: Question, labels, opts):
         """The generation's prompt: the question and the reply line, no labels."""
         lines = [f"Question: {q.instructions}",
                  "Reply with the number only, as plain decimal digits."]
         return [Listing(lines)]
 
-    def systemone_answer(self, q, a, legend):
-        return {"type": NUMBER, "number": a.number, "text": a.text, "confidence": a.confidence}
+    def probe(self, settings):
+        """A text generation under its regular expression: a plain decimal, nothing else."""
+        return Probe(PROBE_PROMPT, constraint(), settings.number_max_tokens,
+                     lambda text: value(text) is not None and text == text.strip(),
+                     "the number pattern")
 
 
 def constraint() -> dict:
@@ -119,8 +151,7 @@ def answer(text: str, tokens, cut: bool, fit: dict | None) -> Answer:
     the text as written, the confidence of its tokens."""
     number = None if cut else value(text)
     conf = confidence(answer_tokens(text, tokens), fit) if number is not None else 0.0
-    return Answer(NUMBER, (), conf, number if number is not None else 0.0, 0,
-                  number=number, text=text)
+    return Answer(NUMBER, (), conf, 0, Written(number, text))
 
 
 KIND = NumberKind()

@@ -1,18 +1,17 @@
 """The JSON Schemas of both APIs' bodies and answers, for the OpenAPI document.
 
-Owns: one schema per request, question, answer and error shape, written to be no stricter than
-the adapters' checks (a body the schema refuses is refused by the server too: the schemathesis
+Owns: one schema per request, response and error shape, written to be no stricter than the
+adapters' checks (a body the schema refuses is refused by the server too: the schemathesis
 test sends such bodies and expects a 4xx) and exactly as strict as what the server renders.
+The questions and answers are each kind's own: the anyOf lists ask the registry (each kind's
+adapters state their schemas, in registration order), so a kind added there is listed here.
 Never: validates a request itself (api/ does) or serves anything (openapi/__init__ does).
 """
 from __future__ import annotations
 
-TEXT = {"type": ["string", "object", "array"],
-        "description": "text, or any JSON object or array (the model reads it as compact JSON)"}
-TEXT_OR_NULL = {"type": ["string", "object", "array", "null"]}
-PROBABILITY = {"type": "number", "minimum": 0, "maximum": 1}
-COUNT = {"type": "integer", "minimum": 0}
-EXTENSIONS = {"^x_": {}}  # the contract allows extra fields only with the x_ prefix
+from .. import kinds
+from ..kinds.schema import COUNT, NAME, TEXT, const, obj
+
 MODES = ["causal", "one-way", "bidirectional", "two-way"]
 # what both APIs take beside their own fields (api/checks.py); kwargs of another type is ignored
 OPTIONS = {"attention_mode": {"enum": MODES},
@@ -22,52 +21,14 @@ OPTIONS = {"attention_mode": {"enum": MODES},
                                      "calibration": {"type": ["object", "null"]}}}}
 
 
-def obj(properties: dict, required=(), extra=False, **more) -> dict:
-    """An object schema; `extra` False closes it (x_ extensions stay open on answers)."""
-    schema = {"type": "object", "properties": properties, **more}
-    if required:
-        schema["required"] = list(required)
-    if extra is not True:
-        schema["additionalProperties"] = False
-    if extra == "x_":
-        schema["patternProperties"] = EXTENSIONS
-    return schema
-
-
-def kind(name: str) -> dict:
-    return {"const": name}
-
-
 # -- /v1/systemone ------------------------------------------------------------------------------
 def systemone_question(max_options: int) -> dict:
-    noul = obj({"type": kind("noul"), "instructions": TEXT_OR_NULL,
-                "criteria": {"type": ["object", "null"], "additionalProperties": False,
-                             "properties": {"true": TEXT_OR_NULL, "false": TEXT_OR_NULL}}},
-               ["type"], description="yes/no; needs instructions or a criteria side")
-    choice = obj({"type": kind("choice"), "instructions": TEXT_OR_NULL,
-                  "criteria": {"type": "object", "minProperties": 2,
-                               "maxProperties": max_options,
-                               "additionalProperties": TEXT_OR_NULL,
-                               "description": "option name -> description (null: by name)"}},
-                 ["type", "criteria"])
-    score = obj({"type": kind("score"), "instructions": TEXT_OR_NULL,
-                 "criteria": {"type": "array", "minItems": 2, "maxItems": 10, "items": TEXT,
-                              "description": "level descriptions, level 0 first"}},
-                ["type", "criteria"])
-    box = obj({"type": kind("box"), "instructions": TEXT,
-               "box": obj({"mode": {"enum": ["generate", "edges", "hybrid"]}})},
-              ["type", "instructions"],
-              description="where a named object is in the request's one image (vision "
-                          "profiles only; elsewhere 422)")
-    number = obj({"type": kind("number"), "instructions": TEXT}, ["type", "instructions"],
-                 description="a number read from the state, with the text it was read from "
-                             "(a server without the number kind answers 422)")
-    return {"anyOf": [noul, choice, score, box, number]}
+    return {"anyOf": [k.systemone.question_schema(max_options) for k in kinds.KINDS.values()]}
 
 
 def systemone_request(max_questions: int, max_options: int) -> dict:
     asset = {"type": "object", "required": ["type"], "additionalProperties": False,
-             "properties": {"type": kind("image"), "part": {"type": "string"},
+             "properties": {"type": const("image"), "part": {"type": "string"},
                             "format": {"enum": ["png", "jpg", "jpeg"]},
                             "data_base64": {"type": "string"}},
              "anyOf": [{"required": ["part"]}, {"required": ["format", "data_base64"]}]}
@@ -89,29 +50,7 @@ def systemone_request(max_questions: int, max_options: int) -> dict:
 
 
 def systemone_answer() -> dict:
-    noul = obj({"type": kind("noul"), "noul": PROBABILITY}, ["type", "noul"], extra="x_")
-    choice = obj({"type": kind("choice"), "choice": {"type": "string"},
-                  "probabilities": {"type": "object", "additionalProperties": PROBABILITY},
-                  "confidence": PROBABILITY},
-                 ["type", "choice", "probabilities", "confidence"], extra="x_")
-    score = obj({"type": kind("score"), "score": {"type": "number", "minimum": 0, "maximum": 9},
-                 "legend": {"type": "object", "additionalProperties": TEXT},
-                 "probabilities": {"type": "object", "additionalProperties": PROBABILITY},
-                 "confidence": PROBABILITY},
-                ["type", "score", "legend", "probabilities", "confidence"], extra="x_")
-    edge = {"type": "number", "minimum": 0, "maximum": 1}
-    box = obj({"type": kind("box"),
-               "box": obj({k: edge for k in ("left", "top", "right", "bottom")},
-                          ("left", "top", "right", "bottom")),
-               "confidence": PROBABILITY, "present": PROBABILITY, "found": {"type": "boolean"},
-               "x_box_mode": {"enum": ["generate", "edges", "hybrid"]},
-               "x_box_logprob": {"type": ["number", "null"]},
-               "x_box_raw": {"type": ["array", "null"], "items": {"type": "number"}}},
-              ["type", "box", "confidence", "present", "found"], extra="x_")
-    number = obj({"type": kind("number"), "number": {"type": ["number", "null"]},
-                  "text": {"type": "string"}, "confidence": PROBABILITY},
-                 ["type", "number", "text", "confidence"], extra="x_")
-    return {"anyOf": [noul, choice, score, box, number]}
+    return {"anyOf": [k.systemone.answer_schema() for k in kinds.KINDS.values()]}
 
 
 def effort_used() -> dict:
@@ -153,7 +92,7 @@ PART_FIELDS = {"input_text": {"text": {"type": "string"}},
 
 def parts(*names: str) -> dict:
     return {"type": "array", "items": {"anyOf": [
-        obj({"type": kind(n), **PART_FIELDS[n]}, ["type", *list(PART_FIELDS[n])[:1]], extra=True)
+        obj({"type": const(n), **PART_FIELDS[n]}, ["type", *list(PART_FIELDS[n])[:1]], extra=True)
         for n in names]}}
 
 
@@ -163,30 +102,21 @@ def content(*names: str) -> dict:
 
 def decisions_request(max_questions: int, max_options: int) -> dict:
     everything = tuple(PART_FIELDS)
-    message = obj({"type": kind("message"),
+    message = obj({"type": const("message"),
                    "role": {"enum": ["user", "developer", "system", "assistant"]},
                    "content": content(*everything)}, ["role", "content"], extra=True)
     string = {"type": "string"}
-    call = [obj({"type": kind(t), "call_id": string, "name": string, field: string},
+    call = [obj({"type": const(t), "call_id": string, "name": string, field: string},
                 ["type", "call_id", "name", field], extra=True)
             for t, field in (("function_call", "arguments"), ("custom_tool_call", "input"))]
     output = obj({"type": {"enum": ["function_call_output", "custom_tool_call_output"]},
                   "call_id": string, "output": content("input_text", "input_image")},
                  ["type", "call_id", "output"], extra=True,
                  description="must follow a tool call with its call_id")
-    common = {"name": {"type": ["string", "null"]},
+    common = {"name": NAME,
               "instructions": content("input_text", "input_image", "input_json")}
-    described = {"description": {"type": ["string", "null"]}}
-    questions = [
-        obj({"type": kind("predicate"), **common}, ["type", "instructions"]),
-        obj({"type": kind("choice"), **common, "choices": {
-            "type": "array", "minItems": 2, "maxItems": max_options, "uniqueItems": True,
-            "items": obj({"value": {"type": ["string", "boolean"]}, **described}, ["value"])}},
-            ["type", "instructions", "choices"]),
-        obj({"type": kind("score"), **common, "levels": {
-            "type": "array", "minItems": 2, "maxItems": 10,
-            "items": obj({"label": string, **described}, ["label"])}},
-            ["type", "instructions", "levels"])]
+    questions = [k.decisions.question_schema(common, max_options)
+                 for k in kinds.KINDS.values() if k.decisions is not None]
     return obj({
         "model": {"type": "string", "examples": ["jev-latest"]},
         "input": {"anyOf": [string, {"type": "array", "minItems": 1,
@@ -201,21 +131,8 @@ def decisions_request(max_questions: int, max_options: int) -> dict:
 
 
 def decisions_response() -> dict:
-    name = {"type": ["string", "null"]}
-    value = {"type": ["string", "boolean"]}
     answers = {"type": "array", "description": "in question order", "items": {"anyOf": [
-        obj({"type": kind("predicate"), "name": name, "probability": PROBABILITY},
-            ["type", "name", "probability"], extra="x_"),
-        obj({"type": kind("choice"), "name": name, "choice": value, "confidence": PROBABILITY,
-             "probabilities": {"type": "array", "items": obj(
-                 {"value": value, "probability": PROBABILITY}, ["value", "probability"])}},
-            ["type", "name", "choice", "confidence", "probabilities"], extra="x_"),
-        obj({"type": kind("score"), "name": name,
-             "score": {"type": "number", "minimum": 0, "maximum": 9},
-             "confidence": PROBABILITY, "probabilities": {"type": "array", "items": obj(
-                 {"value": COUNT, "label": {"type": "string"}, "probability": PROBABILITY},
-                 ["value", "label", "probability"])}},
-            ["type", "name", "score", "confidence", "probabilities"], extra="x_")]}}
+        k.decisions.answer_schema() for k in kinds.KINDS.values() if k.decisions is not None]}}
     usage = obj({"input_tokens": COUNT,
                  "input_tokens_details": obj({"cached_tokens": COUNT, "cache_write_tokens": COUNT},
                                              ["cached_tokens", "cache_write_tokens"]),
@@ -249,7 +166,7 @@ HEALTH = obj({"status": {"enum": ["ok", "live", "warming", "failed", "draining"]
 MODELS = obj({"models": {"type": "array", "minItems": 1, "items": obj(
     {"name": {"type": "string"}, "description": {"type": "string"},
      "release_date": {"type": "string"}}, ["name", "description", "release_date"])},
-    "object": kind("list"), "data": {"type": "array", "minItems": 1, "items": obj(
-        {"id": {"type": "string"}, "object": kind("model"), "created": COUNT,
+    "object": const("list"), "data": {"type": "array", "minItems": 1, "items": obj(
+        {"id": {"type": "string"}, "object": const("model"), "created": COUNT,
          "owned_by": {"type": "string"}}, ["id", "object", "created", "owned_by"])}},
     ["models", "object", "data"])

@@ -7,7 +7,7 @@ against the question and its options, or head and tail, in original order until 
 fits, shortening a question that does not fit even with no state, and the request's read count.
 Never: lays out a prompt or sizes one itself (the question's layout.Frame renders and costs
 it); changes options, their order or keys; cuts instructions while a state is left to cut.
-In: a Decision, the profile, labels, a token counter and the budget. Out: Reads (each question's
+In: a Page, the profile, labels, a token counter and the budget. Out: Reads (each question's
 own state) and a Selection per question that was cut.
 """
 from __future__ import annotations
@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from .bm25 import BM25, terms
-from ..decision import Decision, Option, Question, Read
+from ..decision import Option, Page, Question, Read
 from ..errors import PayloadTooLarge
 from .layout import MAX_STATE_BYTES, state_too_large
 from .layout import frames as layout_frames
@@ -37,16 +37,16 @@ class Selection:
     method: str  # bm25, head_tail, or either + "+question_shortened"
 
 
-def fit(decision: Decision, profile, labels, count, budget: int) -> tuple[list[Read], list]:
+def fit(page: Page, profile, labels, count, budget: int) -> tuple[list[Read], list]:
     """Every question's reads, each within `budget` tokens; `count(texts)` -> token counts.
     Work is bounded by the request's size: the state is measured once for all questions (its
     bytes, then, only if needed, its tokens, parts and BM25 index); a question's prompts are
     built with the whole state only when they fit, and each distinct text is counted once.
     Each question's frame (layout.Frame) says what a state costs and renders the text kept."""
-    frames = layout_frames(decision, profile, labels, _once(count))
+    frames = layout_frames(page, profile, labels, _once(count))
     if not frames:
         return [], []
-    whole = Whole(decision.state, frames[0])
+    whole = Whole(page.state, frames[0])
     reads, selections = [], []
     for frame in frames:
         if frame.cost_bytes(whole.bytes) <= budget:

@@ -9,7 +9,7 @@ question's lines, both through neutral.py: never the image slots it writes itsel
 turn wrapping and the label maps.
 Never: chooses what of a state a prompt keeps (fitting.py does, asking the frame), checks
 labels against the tokenizer (probes.py does, once) or touches HTTP.
-In: a Decision, the profile and the verified LabelSet. Out: Reads, in question order; all the
+In: a Page, the profile and the verified LabelSet. Out: Reads, in question order; all the
 Reads of question i carry `question=i`. The question id is never part of a prompt, and each
 prompt depends only on its own question.
 """
@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 
 from .. import kinds
-from ..decision import MAX_STATE_BYTES, Decision, Question, Read, compact_json
+from ..decision import MAX_STATE_BYTES, Page, Question, Read, compact_json
 from ..errors import InvalidRequest, PayloadTooLarge, Problem
 from ..profile import Layout, Profile
 from .neutral import neutral
@@ -66,30 +66,30 @@ def render_state(state, compact: bool) -> str:
     return json.dumps(state, ensure_ascii=False, indent=2)
 
 
-def techniques(decision: Decision, profile: Profile) -> Layout:
+def techniques(page: Page, profile: Profile) -> Layout:
     """The prompt techniques that apply: the request's (kwargs.layout, a re-read) or the
     profile's. The one place this is decided."""
-    return decision.layout or profile.layout
+    return page.layout or profile.layout
 
 
-def layout(decision: Decision, profile: Profile, labels: LabelSet) -> list[Read]:
+def layout(page: Page, profile: Profile, labels: LabelSet) -> list[Read]:
     """Every question's reads over the whole state (nothing fitted: fitting.py fits)."""
-    return [read for frame in frames(decision, profile, labels) for read in frame.render(
+    return [read for frame in frames(page, profile, labels) for read in frame.render(
         frame.state_text)]
 
 
-def frames(decision: Decision, profile: Profile, labels: LabelSet, count=None) -> list:
+def frames(page: Page, profile: Profile, labels: LabelSet, count=None) -> list:
     """A Frame per question, sharing the request's rendered state and its token counter
     (`count(texts)`, image slots then at their cost; None: costs are not asked)."""
-    opts = techniques(decision, profile)
-    state = render_state(decision.state, opts.compact_json)
+    opts = techniques(page, profile)
+    state = render_state(page.state, opts.compact_json)
     if len(state) > MAX_STATE_BYTES:  # a character is at least one UTF-8 byte: refused before
         raise state_too_large(len(state.encode()))  # neutralising what cannot be read
-    if count and profile.vision is not None and decision.images:
-        count = counter(count, slot_extra(decision, profile))
+    if count and profile.vision is not None and page.images:
+        count = counter(count, slot_extra(page, profile))
     shown = shown_state(state, profile)
-    return [Frame(decision, profile, labels, i, q, count, opts, (state, shown))
-            for i, q in enumerate(decision.questions)]
+    return [Frame(page, profile, labels, i, q, count, opts, (state, shown))
+            for i, q in enumerate(page.questions)]
 
 
 def state_too_large(size: int) -> PayloadTooLarge:
@@ -104,10 +104,10 @@ def shown_state(text: str, profile: Profile) -> str:
     return neutral(text, profile)
 
 
-def slot_extra(decision: Decision, profile: Profile):
+def slot_extra(page: Page, profile: Profile):
     """text -> the tokens its image slots take beyond the one their placeholder text counts as
     (each image costs the profile's tokens per image; the images themselves are never cut)."""
-    vision = profile.vision if decision.images else None
+    vision = profile.vision if page.images else None
     if vision is None:
         return lambda text: 0
     return lambda text: (vision.tokens_per_image - 1) * text.count(vision.placeholder)
@@ -125,34 +125,34 @@ class Frame:
     (`cost`, `cost_bytes`) and has it `render` the text it chose. `count` (from counter())
     is needed for costs, not for render. Built by frames(), one per question."""
 
-    def __init__(self, decision: Decision, profile: Profile, labels: LabelSet, i: int,
+    def __init__(self, page: Page, profile: Profile, labels: LabelSet, i: int,
                  q: Question, count, opts: Layout, state: tuple[str, str]):
-        self.decision, self.profile, self.labels, self.i, self.q = decision, profile, labels, i, q
+        self.page, self.profile, self.labels, self.i, self.q = page, profile, labels, i, q
         self.opts, self.repeat, self.count = opts, opts.repeat, count
-        self.extra = slot_extra(decision, profile)  # what a prompt's image slots add
+        self.extra = slot_extra(page, profile)  # what a prompt's image slots add
         # the whole state rendered (fitting may keep less), and as the prompts show it
         self.state_text, self.shown_state = self.state = state
         self.system = profile.system_prompt.replace("{guard}",
                                                     GUARD if self.opts.guard_line else "")
         vision = profile.vision
         self.shown = "".join(f"[image {n}] {vision.placeholder}\n"
-                             for n in range(1, len(decision.images) + 1)) if vision else ""
+                             for n in range(1, len(page.images) + 1)) if vision else ""
         self._bare = None
 
     def with_question(self, q: Question) -> "Frame":
         """The same frame around another form of the question (shortened to fit)."""
-        return Frame(self.decision, self.profile, self.labels, self.i, q, self.count, self.opts,
+        return Frame(self.page, self.profile, self.labels, self.i, q, self.count, self.opts,
                      self.state)
 
     def render(self, state_text: str, whole_tokens: int = 0) -> list[Read]:
         """The question's reads over `state_text` (all of the state, or what fitting kept);
         `whole_tokens`: the uncut prompt's tokens when the state was cut (else 0)."""
-        decision, profile, opts, q = self.decision, self.profile, self.opts, self.q
+        page, profile, opts, q = self.page, self.profile, self.opts, self.q
         state = (self.shown_state if state_text is self.state_text
                  else shown_state(state_text, profile))
         reads, kind = [], kinds.get(q.kind)
         parallel = kind.parallel_lines(q, opts)
-        if parallel and decision.images:  # image reads go by chat turns, not token ids
+        if parallel and page.images:  # image reads go by chat turns, not token ids
             raise InvalidRequest([Problem(("kwargs", "layout", "option_sets"), "option_sets "
                                           "reads text alone; send it without images",
                                           "value_error")])
@@ -160,7 +160,7 @@ class Frame:
             # instructions, option names and descriptions, levels: the kinds write them in
             lines = [neutral(line, profile) for line in listing.lines]
             user = _user(self.shown + state, lines, opts)
-            chat = (self.system, user) if decision.images else ()
+            chat = (self.system, user) if page.images else ()
             prompt = wrap_chat(profile, self.system, user, bool(q.assistant)) + q.assistant
             user_at = _user_start(profile, self.system)
             head = 0 if opts.question_first else user_at + len(_record(self.shown + state))
@@ -170,9 +170,9 @@ class Frame:
                               label_token_ids=tuple(tid for _, tid in listing.pairs),
                               option_of_label=listing.option_of_label,
                               order_of_label=listing.order_of_label,
-                              question=self.i, attention_mode=decision.attention_mode,
+                              question=self.i, attention_mode=page.attention_mode,
                               whole_tokens=whole_tokens, chat=chat, assistant=q.assistant,
-                              images=tuple(decision.images) * opts.repeat if chat else (),
+                              images=tuple(page.images) * opts.repeat if chat else (),
                               spans=spans))
         return reads
 

@@ -1,14 +1,18 @@
-"""The decision core in process, against the session's real vLLM (no HTTP edge):
+"""The decision core in process, against the session's real vLLM:
 (1) adding a question kind is one module, one registry line and its profile keys: two toy kinds
     defined here (a label-read kind with labels of its own, and a kind answered by a
     constrained generation) are registered, a copy of the profile file gains their keys, and a
     Service built as shim.py builds it verifies their labels, warms them up and answers them
-    on /v1/systemone, beside the built-in kinds, with nothing else changed;
+    on /v1/systemone, beside the built-in kinds, with nothing else changed; behind the real
+    HTTP edge, the toy kinds are in /openapi.json (their schemas), counted under their own
+    type in /metrics, and offered by the try-it page (/try/info, which its form is built from);
 (2) a request runs the steps marked in onepass/ (`# step: <name>`) in the order onepass.STEPS
     lists them (a line tracer records which marked lines run).
 The toy kinds are removed from the registry after their test."""
 import json
 import sys
+import threading
+import urllib.request
 
 import pytest
 from tests.support.paths import ROOT
@@ -16,74 +20,95 @@ from tests.support.paths import ROOT
 from onepass import STEPS, config, kinds
 from onepass.api import systemone
 from onepass.decision import Answer, Option
-from onepass.kinds.base import Generation, Kind, Limit, Plan, best, generation_refusal
+from onepass.edge.connections import Server
+from onepass.kinds.adapters import SystemOne
+from onepass.kinds.base import Generation, Kind, Limit, Listing, Plan, best, generation_refusal
+from onepass.kinds.schema import PROBABILITY, TEXT_OR_NULL, const, obj
 from onepass.server import Service
 
 MOODS = ("negative", "neutral", "positive")
 
 
-class Mood(Kind):
-    """A toy label-read kind: a fixed three-way mood, read from three labels of its own."""
-    name, systemone, decisions = "mood", "mood", None
-    label_key, labels_needed = "mood_labels", "3"
-    systemone_keys = frozenset({"type", "instructions"})
+class MoodOnSystemOne(SystemOne):
+    """The mood kind on /v1/systemone: its type, fields, answer, schemas and warm-up."""
+    type = "mood"
+    keys = frozenset({"type", "instructions"})
     warmup_short = ("mood", {"type": "mood"})
 
-    def labels_ok(self, labels) -> bool:
-        return len(labels) == 3
+    def options(self, criteria, loc, check, max_options, instructions=None):
+        return [Option(mood, None) for mood in MOODS]
+
+    def answer(self, q, a, legend):
+        return {"type": "mood", "mood": MOODS[a.best],
+                "probabilities": dict(zip(MOODS, a.probabilities))}
 
     def warmup_body(self, state, image_url=""):
         return {"state": state, "questions": {"mood": {"type": "mood"}}}
+
+    def question_schema(self, max_options):
+        return obj({"type": const("mood"), "instructions": TEXT_OR_NULL}, ["type"])
+
+    def answer_schema(self):
+        return obj({"type": const("mood"), "mood": {"enum": list(MOODS)},
+                    "probabilities": obj({m: PROBABILITY for m in MOODS}, MOODS)},
+                   ["type", "mood", "probabilities"], extra="x_")
+
+
+class Mood(Kind):
+    """A toy label-read kind: a fixed three-way mood, read from three labels of its own."""
+    name, systemone = "mood", MoodOnSystemOne()
+    label_key, labels_needed = "mood_labels", "3"
+
+    def labels_ok(self, labels) -> bool:
+        return len(labels) == 3
 
     def listings(self, q, labels, opts):
         pairs = labels.mood
         lines = [f"Question: {q.instructions or 'What is the mood of the record?'}"]
         lines += [f"{label} means: {mood}" for (label, _), mood in zip(pairs, MOODS)]
         lines.append(f"Reply with {', '.join(label for label, _ in pairs)} only.")
-        return [(lines, pairs, (0, 1, 2), (0, 0, 0))]
+        return [Listing(lines, pairs, (0, 1, 2), (0, 0, 0))]
 
     def answer(self, probs, question):
-        return Answer(self.name, tuple(probs), max(probs), 0.0, best(probs))
+        return Answer(self.name, tuple(probs), max(probs), best(probs))
 
-    def systemone_options(self, criteria, loc, check, max_options, instructions=None):
-        return [Option(mood, None) for mood in MOODS]
 
-    def systemone_answer(self, q, a, legend):
-        return {"type": "mood", "mood": MOODS[a.best],
-                "probabilities": dict(zip(MOODS, a.probabilities))}
+class YearOnSystemOne(SystemOne):
+    """The year kind on /v1/systemone; its schemas are the defaults (its type and keys)."""
+    type = "year"
+    keys = frozenset({"type", "instructions"})
+
+    def options(self, criteria, loc, check, max_options, instructions=None):
+        return []
+
+    def answer(self, q, a, legend):
+        year, text = a.payload
+        return {"type": "year", "year": year, "text": text}
+
+    def warmup_body(self, state, image_url=""):
+        return {"state": state, "questions": {"y": {"type": "year", "instructions": "When?"}}}
 
 
 class Year(Kind):
     """A toy generated kind: a four-digit year under a regular expression, no label read."""
-    name, systemone, decisions = "year", "year", None
+    name, systemone = "year", YearOnSystemOne()
     reads, rereads, thinks = False, False, None
-    systemone_keys = frozenset({"type", "instructions"})
 
     def labels_ok(self, labels) -> bool:
         return True
-
-    def warmup_body(self, state, image_url=""):
-        return {"state": state, "questions": {"y": {"type": "year", "instructions": "When?"}}}
 
     def plan(self, q, job):
         return Plan(generation=Generation(q, {"regex": "(19|20)[0-9]{2}"}, 8))
 
     def combine(self, q, answers, generated, job):
-        text, tokens, cut, _ = generated
-        year = None if cut else int(text)
-        return Answer(self.name, (), 1.0 if year else 0.0, year or 0, 0, number=year, text=text)
+        year = None if generated.cut else int(generated.text)
+        return Answer(self.name, (), 1.0 if year else 0.0, 0, (year, generated.text))
 
     def limit(self, settings, facts):
         return Limit(2, generation_refusal("year", facts.structured))
 
     def listings(self, q, labels, opts):
-        return [([f"Question: {q.instructions}", "Reply with the year only."], (), (), ())]
-
-    def systemone_options(self, criteria, loc, check, max_options, instructions=None):
-        return []
-
-    def systemone_answer(self, q, a, legend):
-        return {"type": "year", "year": a.number, "text": a.text}
+        return [Listing([f"Question: {q.instructions}", "Reply with the year only."])]
 
 
 @pytest.fixture(scope="module")
@@ -134,6 +159,63 @@ def test_a_toy_kind_is_one_module_one_line_and_its_keys(service):
     assert year["year"] is None or str(year["year"]) == year["text"]
     assert 0 <= first["answers"]["r"]["noul"] <= 1
     assert first["usage"]["output_tokens"] >= 1  # the year was generated
+
+
+@pytest.fixture(scope="module")
+def edge(service):
+    """The toy kinds' Service behind the real HTTP edge, on a free loopback port (auth off:
+    local callers only, as shim.py serves it): its base URL."""
+    server = Server(service)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield "http://%s:%d" % server.server_address[:2]
+    server.shutdown()
+    server.server_close()
+
+
+def get(base: str, path: str, body: dict | None = None) -> bytes:
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(base + path, data=data,
+                                 headers={"Content-Type": "application/json"} if data else {})
+    with urllib.request.urlopen(req, timeout=120) as r:
+        assert r.status == 200, (path, r.status)
+        return r.read()
+
+
+def test_a_toy_kind_is_in_openapi_metrics_and_the_try_page(edge):
+    """Nothing but the toy kinds' own code and their registry lines: /openapi.json lists their
+    question and answer schemas (Mood's own, Year's the defaults) after the built-in kinds';
+    an answered request is counted under each toy's own type in /metrics (never `other`);
+    /try/info, which the try-it page builds its type list from, offers both as served."""
+    doc = json.loads(get(edge, "/openapi.json"))
+    post = doc["paths"]["/v1/systemone"]["post"]
+    body = post["requestBody"]["content"]["application/json"]["schema"]
+    asked = [q["properties"]["type"]["const"]
+             for q in body["properties"]["questions"]["additionalProperties"]["anyOf"]]
+    assert asked == ["noul", "choice", "score", "box", "number", "mood", "year"], asked
+    reply = post["responses"]["200"]["content"]["application/json"]["schema"]
+    answers = reply["properties"]["answers"]["additionalProperties"]["anyOf"]
+    assert answers[-2] == Mood.systemone.answer_schema()
+    assert answers[-1]["properties"]["type"] == {"const": "year"}
+
+    def counted() -> dict:
+        text = get(edge, "/metrics").decode()
+        return {t: float(line.rsplit(" ", 1)[1]) for t in ("mood", "year", "other")
+                for line in text.splitlines()
+                if line.startswith(f'onepass_questions_total{{type="{t}"}}')}
+    before = counted()
+    answered = json.loads(get(edge, "/v1/systemone", {
+        "model": "jev-latest", "state": "The order arrived broken in 1999.",
+        "questions": {"m": {"type": "mood"},
+                      "y": {"type": "year", "instructions": "Which year did it arrive?"}}}))
+    assert {a["type"] for a in answered["answers"].values()} == {"mood", "year"}
+    after = counted()
+    assert (after["mood"] - before.get("mood", 0), after["year"] - before.get("year", 0),
+            after.get("other", 0) - before.get("other", 0)) == (1, 1, 0), (before, after)
+
+    info = json.loads(get(edge, "/try/info"))
+    assert info["authorized"] and info["kinds"]["mood"] is None and info["kinds"]["year"] is None
+    form = (ROOT / "onepass" / "tryit" / "form.js").read_text()
+    assert "fillSelect($(\"add-type\"), served.map" in form  # its type list: /try/info's kinds
 
 
 def test_a_request_runs_the_steps_in_order(service):

@@ -1,6 +1,7 @@
 """Test helpers for the HTTP edge, standard library only: raw requests over a socket, a reader
-that accepts only complete HTTP responses, and the shim as its own process (`python3 -I -S
-shim.py`) in front of tests/support/fake_engine.py, with its resident memory.
+that accepts only complete HTTP responses, a connected pair of sockets, and the shim as its own
+process (`python3 -I -S shim.py`) in front of tests/support/fake_engine.py, with its resident
+memory.
 """
 import os
 import re
@@ -49,6 +50,14 @@ def exchange(addr, data: bytes, timeout: float = 5.0) -> tuple[list, bytes]:
         while rfile.peek(1):
             responses.append(read_response(rfile))
         return responses, rfile.read()
+
+
+def socket_pair(test) -> tuple[socket.socket, socket.socket]:
+    """(server side, client side) of a connection, both closed when `test` ends."""
+    a, b = socket.socketpair()
+    test.addCleanup(a.close)
+    test.addCleanup(b.close)
+    return a, b
 
 
 def request(method: str, path: str, body: bytes = b"", headers: dict | None = None) -> bytes:

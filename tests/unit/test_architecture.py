@@ -1,6 +1,7 @@
 """Stdlib-only checks of onepass/'s shape (docs/architecture.md): imports point down, with no
 cycle between modules or between folders; the HTTP edge and the kinds import only what lies
-below them; no module runs past ~300 lines.
+below them; no module runs past ~300 lines; the package lists its steps once each; and every
+module has its mirrored unit test file (docs/testing.md).
 Run: python3 -S -m unittest tests.unit.test_architecture
 """
 import ast
@@ -8,7 +9,12 @@ import unittest
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "onepass"
+UNIT = Path(__file__).resolve().parent
 MAX_LINES = 300
+# Modules allowed to have no tests/unit mirror, each with the reason: none. A module added to
+# onepass/ comes with its test file (a package's __init__.py is tested under its folder's name,
+# when at all: tests/unit/test_openapi.py, tests/unit/tryit/test_tryit.py).
+UNMIRRORED: dict[str, str] = {}
 
 
 def modules() -> dict[str, Path]:
@@ -40,6 +46,12 @@ def imports(mods: dict[str, Path]) -> dict[str, set[str]]:
                 found.update(alias.name for alias in node.names)
         graph[name] = {m for m in found if m in mods and m != name}
     return graph
+
+
+def mirror(path: Path) -> Path:
+    """onepass/prompt/layout.py -> tests/unit/prompt/test_layout.py."""
+    rel = path.relative_to(PACKAGE)
+    return UNIT / rel.parent / f"test_{rel.name}"
 
 
 def folder(name: str) -> str:
@@ -104,6 +116,35 @@ class TestShape(unittest.TestCase):
             if layer in below:
                 outside = {d for d in deps if folder(d) != layer}
                 self.assertLessEqual(outside, below[layer], name)
+
+    def test_the_package_lists_the_steps_once_each(self):
+        """onepass/__init__.py's STEPS and docstring list the steps of a request; each is marked
+        `# step: <name>` on exactly one line in onepass/ (tests/live/test_core_live.py checks
+        that a request runs those lines in STEPS' order)."""
+        import onepass
+        listed = [line.split()[0] for line in onepass.__doc__.split("in order")[1].splitlines()[1:]
+                  if line.startswith("  ") and not line.startswith("   ")]
+        self.assertEqual(tuple(listed), onepass.STEPS)
+        marked = [line.split("# step: ")[1].strip() for path in sorted(PACKAGE.rglob("*.py"))
+                  for line in path.read_text().splitlines() if "# step: " in line]
+        self.assertEqual(sorted(marked), sorted(onepass.STEPS))
+
+    def test_every_module_has_its_mirrored_unit_test(self):
+        """Each onepass/DIR/NAME.py but __init__.py has tests/unit/DIR/test_NAME.py, in a folder
+        that is a package (discovery skips one without __init__.py); the allow-list names only
+        modules that exist and still have no mirror."""
+        sources = {str(p.relative_to(PACKAGE)): p for p in PACKAGE.rglob("*.py")
+                   if p.name != "__init__.py"}
+        missing = sorted(str(mirror(p).relative_to(UNIT.parents[1])) for name, p in
+                         sources.items() if name not in UNMIRRORED and not mirror(p).is_file())
+        self.assertEqual(missing, [])
+        unpackaged = sorted({str(mirror(p).parent.relative_to(UNIT.parents[1]))
+                             for p in sources.values() if mirror(p).is_file()
+                             and not (mirror(p).parent / "__init__.py").is_file()})
+        self.assertEqual(unpackaged, [])
+        stale = sorted(name for name in UNMIRRORED
+                       if name not in sources or mirror(sources[name]).is_file())
+        self.assertEqual(stale, [])
 
     def test_modules_stay_small(self):
         long = {str(p.relative_to(PACKAGE)): n for p in PACKAGE.rglob("*.py")

@@ -1,11 +1,10 @@
-"""Stdlib-only tests of a request body decoded and parsed (onepass/body.py), beyond what
-test_shim.py's TestTransport covers (gzip, its cap, zstd, NaN, bad UTF-8, deep nesting): `read`
-from the headers, deflate and stacked codings, compressed streams cut or padded, numbers and
-surrogates JSON cannot carry, and multipart's boundary and parts. And what a body may cost:
-the JSON's values and depth counted before it is parsed (a structure bomb never reaches
-json.loads), images counted beside the JSON's own bytes, the claim a body makes on the body
-budget before it is read, and the bytes it holds once decoded and parsed (tracemalloc's peak
-against them).
+"""Stdlib-only tests of a request body decoded and parsed (onepass/body.py): `read` from the
+headers; gzip and its cap, zstd when installed, deflate and stacked codings, unknown codings,
+compressed streams cut or padded; strict JSON (NaN, bad UTF-8, truncated, deep nesting, numbers
+and surrogates JSON cannot carry) and its media types; and multipart's boundary and parts. And
+what a body may cost: the JSON's values and depth counted before it is parsed (a structure bomb
+never reaches json.loads), images counted beside the JSON's own bytes, and the bytes it holds
+once decoded and parsed (tracemalloc's peak against them).
 Run: python3 -S -m unittest tests.unit.test_body
 """
 import gzip
@@ -14,7 +13,7 @@ import unittest
 import zlib
 from unittest import mock
 
-from onepass import body
+from onepass import body, body_limits
 from onepass.errors import InvalidRequest, Overloaded, PayloadTooLarge, UnsupportedMediaType
 from tests.support.image_requests import multipart
 from tests.support.memory_peak import peak_of
@@ -24,7 +23,7 @@ RAW = json.dumps(DOC).encode()
 
 
 def limits(**changes):
-    return body.Limits(**{"decoded_bytes": 1 << 20, **changes})
+    return body_limits.Limits(**{"decoded_bytes": 1 << 20, **changes})
 
 
 def items(n: int, item: bytes = b"{}") -> bytes:
@@ -48,12 +47,32 @@ class TestRead(unittest.TestCase):
         """read: a deflate body decoding past max_decoded_bytes is 413, at one byte over."""
         headers = {"Content-Encoding": "deflate"}
         self.assertEqual(body.read(zlib.compress(RAW), headers,
-                                   body.Limits(decoded_bytes=len(RAW)))[0], DOC)
+                                   body_limits.Limits(decoded_bytes=len(RAW)))[0], DOC)
         with self.assertRaises(PayloadTooLarge):
-            body.read(zlib.compress(RAW), headers, body.Limits(decoded_bytes=len(RAW) - 1))
+            body.read(zlib.compress(RAW), headers, body_limits.Limits(decoded_bytes=len(RAW) - 1))
 
 
 class TestCodings(unittest.TestCase):
+    def test_gzip_under_its_cap_and_unknown_codings(self):
+        """decode: gzip bodies decode; a decoded body over the limit is 413; an unknown coding
+        (br) is 415."""
+        data = json.dumps({"a": "x" * 5000}).encode()
+        self.assertEqual(body.decode(gzip.compress(data), "gzip", 1 << 20), data)
+        with self.assertRaises(PayloadTooLarge):
+            body.decode(gzip.compress(b"0" * 100000), "gzip", 1000)
+        with self.assertRaises(UnsupportedMediaType):
+            body.decode(data, "br", 1 << 20)
+
+    def test_zstd_when_available(self):
+        """decode: zstd decodes with compression.zstd/backports.zstd, else 415 saying how."""
+        if body._zstd is None:
+            with self.assertRaises(UnsupportedMediaType) as ctx:
+                body.decode(b"\x28\xb5\x2f\xfd", "zstd", 1000)
+            self.assertIn("backports.zstd", ctx.exception.message)
+        else:
+            data = b'{"a": 1}' * 300
+            self.assertEqual(body.decode(body._zstd.compress(data), "zstd", 1 << 20), data)
+
     def test_stacked_codings_are_undone_in_reverse(self):
         """decode: "deflate, gzip" was deflated first, so it is gunzipped first; three is 415."""
         data = gzip.compress(zlib.compress(RAW))
@@ -74,6 +93,13 @@ class TestCodings(unittest.TestCase):
 
 
 class TestJson(unittest.TestCase):
+    def test_strict_json(self):
+        """parse_json: NaN, bad UTF-8, truncated JSON and deep nesting left open are 422."""
+        for bad in (b'{"a": NaN}', b"\xff", b'{"model": "jev-latest", "state": "x", "questions": {',
+                    b"[" * 100000):
+            with self.assertRaises(InvalidRequest, msg=bad):
+                body.parse_json(bad, "application/json")
+
     def test_numbers_past_a_float_and_lone_surrogates_are_422(self):
         """parse_json: 1e400 and a lone \\ud800 escape are refused; a surrogate pair parses."""
         for bad in (b'{"n": 1e400}', b'{"n": -1e400}', b'{"s": "\\ud800"}', b'["\\udfff x"]'):
@@ -87,14 +113,14 @@ class TestJson(unittest.TestCase):
         for ctype in ("application/json; charset=utf-8", "application/problem+json",
                       "APPLICATION/JSON", ""):
             self.assertEqual(body.parse_json(RAW, ctype), DOC, ctype)
-        for ctype in ("application/xml", "application/jsonx"):
+        for ctype in ("application/xml", "application/jsonx", "text/plain"):
             with self.assertRaises(UnsupportedMediaType):
                 body.parse_json(RAW, ctype)
 
     def test_exactly_the_depth_limit_parses_brackets_in_strings_do_not_count(self):
         """parse_json: MAX_JSON_DEPTH nested arrays parse; one more is a 422; brackets inside a
         string (among escaped quotes and backslashes) are text, not nesting."""
-        depth = body.MAX_JSON_DEPTH
+        depth = body_limits.MAX_DEPTH
         self.assertIsInstance(body.parse_json(b"[" * depth + b"]" * depth, ""), list)
         with self.assertRaises(InvalidRequest):
             body.parse_json(b"[" * (depth + 1) + b"]" * (depth + 1), "")
@@ -162,7 +188,7 @@ class TestStructure(unittest.TestCase):
             with self.assertRaises(PayloadTooLarge) as ctx:
                 body.parse_json(items(600_000), "application/json")
         loads.assert_not_called()
-        self.assertIn(f"{body.MAX_JSON_VALUES} values", ctx.exception.message)
+        self.assertIn(f"{body_limits.MAX_VALUES} values", ctx.exception.message)
 
     def test_a_gzip_bomb_costs_a_few_times_its_decoded_size(self):
         """decode + parse_json: 4 MiB of `[{},{},...]` from 4 KiB of gzip is refused with a
@@ -179,7 +205,7 @@ class TestStructure(unittest.TestCase):
         """parse_json: a body of exactly `values` values parses, one more is a 413; commas and
         brackets inside strings are not values."""
         doc = json.dumps({"a": ["x,[{", 2, {"b": None}], "c": "\\\",]"}).encode()
-        shape = body.json_shape.scan(doc, limits(values=7))  # 3 brackets, 3 commas, plus one
+        shape = body.scan(doc, limits(values=7))  # 3 brackets, 3 commas, plus one
         self.assertEqual((shape.values, shape.depth), (7, 3))
         self.assertEqual(body.parse_json(doc, "", limits(values=7)), json.loads(doc))
         with self.assertRaises(PayloadTooLarge):
@@ -196,7 +222,7 @@ class TestStructure(unittest.TestCase):
                 self.assertEqual(body.parse_json(text, "", limits(depth=depth(doc))), doc)
                 with self.assertRaises(InvalidRequest, msg=text):
                     body.parse_json(text, "", limits(depth=depth(doc) - 1))
-                self.assertGreaterEqual(body.json_shape.scan(text, limits()).values,
+                self.assertGreaterEqual(body.scan(text, limits()).values,
                                         count(doc), text)
 
     def test_the_estimate_covers_what_json_loads_takes(self):
@@ -216,7 +242,7 @@ class TestStructure(unittest.TestCase):
                       [wide], ensure_ascii=False).encode(),
                   "escapes": items(1000, json.dumps(wide[:1000]).encode())}
         for name, text in shapes.items():
-            shape = body.json_shape.scan(text, limits(values=10 ** 6))
+            shape = body.scan(text, limits(values=10 ** 6))
             got = peak_of(lambda: json.loads(text.decode()))
             self.assertLess(got, shape.parse_bytes(len(text)), name)
 
@@ -272,22 +298,6 @@ def count(value) -> int:
 class TestBudget(unittest.TestCase):
     """What a body claims of the body budget before it is read, and holds once it is."""
 
-    def test_the_claim_is_made_from_the_head(self):
-        """claim: identity is its length and what counting copies (not its parse: taken once
-        counted, so a slow sender holds little); a gzip layer what it may decode to, at most
-        1,032x its length (DEFLATE's ratio) within the decoded cap, zstd the cap; chunked the
-        wire limit, joined and counted; past the wire limit a 413 before anything is
-        claimed."""
-        lim = limits(decoded_bytes=10 << 20, wire_bytes=1 << 20)
-        self.assertEqual(body.claim({}, 1000, lim), (3000, 1 << 20))
-        zipped = body.claim({"Content-Encoding": "gzip"}, 1000, lim)[0]
-        self.assertEqual(zipped, 1000 + 4 * 1032 * 1000)
-        self.assertEqual(body.claim({"Content-Encoding": "zstd"}, 1000, lim)[0],
-                         1000 + 4 * (10 << 20))
-        self.assertEqual(body.claim({}, body.CHUNKED, lim)[0], 4 << 20)
-        with self.assertRaises(PayloadTooLarge):
-            body.claim({}, (1 << 20) + 1, lim)
-
     def test_read_holds_what_the_body_takes(self):
         """read: once counted, the hold is resized to the body's bytes, its decoded text and
         the parse's estimate (text wider than ASCII at its width), and the text is given back
@@ -296,7 +306,7 @@ class TestBudget(unittest.TestCase):
         wide_doc = json.dumps({"state": "😀" + "x" * 100_000}, ensure_ascii=False).encode()
         held = {}
         for name, doc in (("ascii", ascii_doc), ("wide", wide_doc)):
-            hold = FakeHold(body.claim({}, len(doc), limits())[0])
+            hold = FakeHold(body_limits.claim({}, len(doc), limits())[0])
             body.read(doc, {}, limits(), hold)
             held[name] = max(hold.sizes)
             self.assertGreaterEqual(held[name], 3 * len(doc))

@@ -1,7 +1,7 @@
 """Stdlib-only tests of the settings (onepass/config.py): defaults, the environment under the
-flags, the bounds every count and timeout is held to, and each kind's own settings. Flags over
-the environment and the key from it alone are tested in test_shim.py (TestConfig); the image
-settings in tests/unit/images/test_inputs.py.
+flags, flags over the environment and the key from it alone, the bounds every count and timeout
+is held to, and each kind's own settings. The profile file is tested in
+tests/unit/test_profile.py; the image settings in tests/unit/images/test_inputs.py.
 Run: python3 -S -m unittest tests.unit.test_config
 """
 import unittest
@@ -29,6 +29,15 @@ class TestSettings(unittest.TestCase):
         """load: ONEPASS_* is typed like its flag; an empty variable leaves the default."""
         s = load(ONEPASS_MAX_READS="12", ONEPASS_ENGINE_TIMEOUT_S="2.5", ONEPASS_MAX_QUESTIONS="")
         self.assertEqual((s.max_reads, s.engine_timeout_s, s.max_questions), (12, 2.5, 400))
+
+    def test_flags_over_env_and_secret_from_env_only(self):
+        """load: flags beat the environment; the API key comes from the environment."""
+        s = config.load(["--port", "9001"], environ={"ONEPASS_PORT": "9000",
+                                                     "ONEPASS_API_KEY": "k"})
+        self.assertEqual((s.port, s.api_key), (9001, "k"))
+        self.assertNotIn("'k'", repr(s))  # the key is never in a repr, so never in a log line
+        with self.assertRaises(config.ConfigError):
+            config.load([], environ={"ONEPASS_PORT": "nine"})
 
     def test_counts_and_timeouts_must_be_positive_and_finite(self):
         """load: 0, negative or infinite is a ConfigError naming it; port 0 means any port."""

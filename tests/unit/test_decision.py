@@ -40,11 +40,23 @@ class TestRecords(unittest.TestCase):
         """Every record of the model is immutable: assigning a field raises."""
         records = (Option("k", None), Question("noul", None, ()), Decision("m", "s", ()),
                    Read("p", (1,), (0,)), ReadResult((0.0,), 1),
-                   Answer("noul", (1.0,), 1.0, 1.0, 0), Outcome((), 0, CAUSAL))
+                   Answer("noul", (1.0,), 1.0, 0, 1.0), Outcome((), 0, CAUSAL))
         for record in records:
             field = dataclasses.fields(record)[0].name
             with self.assertRaises(dataclasses.FrozenInstanceError, msg=type(record).__name__):
                 setattr(record, field, None)
+
+    def test_questions_and_answers_hold_no_kinds_fields(self):
+        """Question and Answer carry what every kind has, and one field each for the kind's
+        own data (params, payload: a box's mode, a number's text live in kinds/), None unless
+        the kind sets it; the model names no kind's record (a box is kinds/box_geometry.py's)."""
+        self.assertEqual([f.name for f in dataclasses.fields(Question)],
+                         ["kind", "instructions", "options", "params", "assistant"])
+        self.assertEqual([f.name for f in dataclasses.fields(Answer)],
+                         ["kind", "probabilities", "confidence", "best", "payload"])
+        self.assertIsNone(Question("noul", None, ()).params)
+        self.assertIsNone(Answer("choice", (1.0,), 1.0, 0).payload)
+        self.assertFalse(hasattr(decision, "Box"))
 
     def test_read_and_outcome_defaults(self):
         """Read: question 0, causal, nothing cut or shared; Outcome: no re-read, no output."""
@@ -53,9 +65,11 @@ class TestRecords(unittest.TestCase):
                           r.chat, r.images, r.head_chars, r.assistant),
                          ((), 0, CAUSAL, 0, (), (), 0, ""))
         o = Outcome((), 5, TWO_WAY)
-        self.assertEqual((o.rereads, o.reread_below, o.num_cached_tokens, o.selections,
-                          o.images, o.output_tokens, o.reasoning_tokens, o.reasoning),
-                         (0, 0.0, 0, (), 0, 0, 0, None))
+        self.assertEqual((o.num_cached_tokens, o.images, o.output_tokens, o.reasoning_tokens),
+                         (0, 0, 0, 0))
+        e = o.effort
+        self.assertEqual((e.rereads, e.reread_below, e.selections, e.listed, e.reasoning),
+                         (0, 0.0, (), (), None))
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Stdlib-only tests of the error catalogue (onepass/errors.py): each failure's HTTP status and
 machine type, the family it belongs to, and what InvalidRequest and OverBudget carry. How the
-adapters render them is tested in test_shim.py and tests/unit/api/.
+adapters render them is tested in tests/unit/api/ (test_systemone.py, test_decisions.py).
 Run: python3 -S -m unittest tests.unit.test_errors
 """
 import unittest

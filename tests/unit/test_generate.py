@@ -13,7 +13,7 @@ import unittest
 from dataclasses import replace
 
 from onepass import fit, generate
-from onepass.decision import (BOX, NOUL, SCORE, Answer, Decision, Generated, Option, Outcome,
+from onepass.decision import (BOX, NOUL, SCORE, Answer, Decision, Effort, Generated, Option, Outcome,
                               Question)
 from onepass.images.formats import Image
 from onepass.kinds import box, box_confidence, box_geometry
@@ -33,19 +33,19 @@ JOB = Job((IMAGE,), PROFILE, types.SimpleNamespace(box_max_tokens=48, number_max
 
 def decision(*modes):
     qs = [Question(NOUL, "Red?", (Option("true", None), Option("false", None)))]
-    qs += [Question(BOX, f"thing {m}", (), m) for m in modes]
+    qs += [Question(BOX, f"thing {m}", (), box.Asked(m)) for m in modes]
     return Decision(model="m", state="s", questions=tuple(qs), images=(IMAGE,))
 
 
 def noul(p_yes):
-    return Answer(NOUL, (p_yes, 1 - p_yes), 0.0, p_yes, 0 if p_yes >= 0.5 else 1)
+    return Answer(NOUL, (p_yes, 1 - p_yes), 0.0, 0 if p_yes >= 0.5 else 1, p_yes)
 
 
 def level(k, n=10, p=1.0):
     """A score answer with mass p on band k, the rest spread evenly."""
     probs = [(1 - p) / (n - 1)] * n
     probs[k] = p
-    return Answer(SCORE, tuple(probs), 0.0, 0.0, k)
+    return Answer(SCORE, tuple(probs), 0.0, k, 0.0)
 
 
 def outcome(answers, **counts):
@@ -82,7 +82,7 @@ class TestFold(unittest.TestCase):
                   ("750", -0.5), (", ", 0.0), ("625", -0.5), ("]}", 0.0)]
         gen = {1: Generated('{"box": [250, 125, 750, 625]}', tokens, False, 70)}
         out = generate.fold(d, s, outcome([noul(0.9), noul(0.8)]), gen, JOB)
-        b = out.answers[1].box
+        b = out.answers[1].payload
         self.assertEqual((b.left, b.top, b.right, b.bottom), (0.25, 0.125, 0.75, 0.625))
         self.assertEqual((b.found, b.mode, b.logprob), (True, "generate", -0.5))
         self.assertAlmostEqual(b.confidence, 1 / (1 + math.exp(-(2.0 * -0.5 + 1.0))))
@@ -99,7 +99,7 @@ class TestFold(unittest.TestCase):
                           ('{"box": [500, 500, 500, 900]}', False)):
             out = generate.fold(d, s, outcome([noul(0.9), noul(0.3)]),
                              {1: Generated(text, [("1", -0.1)], cut, 10)}, JOB)
-            b = out.answers[1].box
+            b = out.answers[1].payload
             self.assertEqual((b.found, b.confidence, b.logprob), (False, 0.0, None), text)
             self.assertEqual((b.left, b.top, b.right, b.bottom), box_geometry.WHOLE)
             self.assertLess(b.present, 0.5)
@@ -114,20 +114,20 @@ class TestFold(unittest.TestCase):
         edge_answers = [level(2), level(1), level(7), level(6)]  # 0.25, 0.15, 0.75, 0.65
         gen_agree = Generated('{"box": [200, 100, 800, 700]}', [("200", -0.1)], False, 5)
         reads = outcome([noul(0.5), noul(0.6), noul(0.6)] + edge_answers * 2,
-                        selections=(types_sel(0), types_sel(1), types_sel(5)))
+                        effort=Effort(selections=(types_sel(0), types_sel(1), types_sel(5))))
         out = generate.fold(d, s, reads, {2: gen_agree}, JOB)
-        e, h = out.answers[1].box, out.answers[2].box
+        e, h = out.answers[1].payload, out.answers[2].payload
         self.assertEqual(e.mode, "edges")
         for got, want in zip((e.left, e.top, e.right, e.bottom), (0.25, 0.15, 0.75, 0.65)):
             self.assertAlmostEqual(got, want)
         self.assertEqual(e.logprob, 0.0)  # every band certain
         self.assertEqual((h.mode, h.left, h.confidence), ("edges", e.left, e.confidence))
-        self.assertEqual([sel.question for sel in out.selections], [0, 1])
+        self.assertEqual([sel.question for sel in out.effort.selections], [0, 1])
         sure = Generated('{"box": [0, 0, 100, 100]}', [("100", 0.0)], False, 5)
-        h = generate.fold(d, s, reads, {2: sure}, JOB).answers[2].box
+        h = generate.fold(d, s, reads, {2: sure}, JOB).answers[2].payload
         self.assertEqual((h.mode, h.right, h.confidence), ("generate", 0.1, e.confidence))
         null = Generated('{"box": null}', [], False, 5)
-        self.assertEqual(generate.fold(d, s, reads, {2: null}, JOB).answers[2].box.mode,
+        self.assertEqual(generate.fold(d, s, reads, {2: null}, JOB).answers[2].payload.mode,
                          "edges")
 
     def test_each_mode_through_its_own_map(self):
@@ -143,7 +143,7 @@ class TestFold(unittest.TestCase):
         gen = Generated('{"box": [0, 0, 100, 100]}', [("0", -0.5), ("100", -0.5)], False, 5)
         reads = outcome([noul(0.5)] * 4 + edges * 2)
         out = generate.fold(d, s, reads, {2: gen, 3: gen}, job)
-        e, g, h = (a.box for a in out.answers[1:])
+        e, g, h = (a.payload for a in out.answers[1:])
         z = -1.0 * (math.log(0.5) / 4) + 0.5
         self.assertAlmostEqual(e.confidence, 1 / (1 + math.exp(-z)))
         self.assertAlmostEqual(g.confidence, 1 / (1 + math.exp(-(2.0 * -0.5 + 1.0))))

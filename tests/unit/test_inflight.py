@@ -1,7 +1,9 @@
-"""Stdlib-only tests of the request being answered (onepass/inflight.py) and the edge's watch on
-its client (onepass/edge/watch.py): the ids sent to vLLM, the client's id and traceparent kept
-only when safe, a call in flight cut when its client leaves (real sockets here; against vLLM in
-tests/live/test_abandon_live.py), nothing new started after, and a client seen leaving.
+"""Stdlib-only tests of the request being answered (onepass/inflight.py): the ids sent to vLLM,
+the client's id and traceparent kept only when safe, the tokens its calls cost, a call in flight
+cut when its client leaves (real sockets here; against vLLM in tests/live/test_abandon_live.py),
+nothing new started after, and nothing new past its deadline. The edge's watch on the client
+is tested in tests/unit/edge/test_watch.py, the deadline header in
+tests/unit/edge/test_connections.py.
 Run: python3 -S -m unittest tests.unit.test_inflight
 """
 import http.client
@@ -11,8 +13,6 @@ import time
 import unittest
 
 from onepass import inflight
-from onepass.edge.watch import Watcher, left
-from onepass.edge.connections import deadline_s
 from onepass.errors import ClientClosed, DeadlineExceeded
 
 PARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
@@ -112,49 +112,6 @@ class TestDeadline(unittest.TestCase):
         call.limit(60)  # a later one does not move it
         time.sleep(0.02)
         self.assertTrue(call.expired())
-
-    def test_the_header_is_whole_positive_milliseconds(self):
-        self.assertEqual(deadline_s("2500"), 2.5)
-        for bad in (None, "", "0", "-5", "2.5", "1e3", "٣", "9" * 13):
-            self.assertIsNone(deadline_s(bad), bad)
-
-
-class TestWatch(unittest.TestCase):
-    def pair(self):
-        a, b = socket.socketpair()
-        self.addCleanup(a.close)
-        self.addCleanup(b.close)
-        return a, b
-
-    def test_a_client_that_closes_or_resets_is_seen_leaving(self):
-        watcher = Watcher(poll_s=0.05)
-        for how in ("close", "shut"):
-            server_side, client = self.pair()
-            call = inflight.Call("req_1")
-            with watcher.watching(server_side, call):
-                time.sleep(0.1)
-                self.assertFalse(call.gone.is_set())
-                client.close() if how == "close" else client.shutdown(socket.SHUT_WR)
-                self.assertTrue(call.gone.wait(1.0), how)
-
-    def test_a_call_past_its_deadline_is_stopped_while_its_client_waits(self):
-        watcher = Watcher(poll_s=0.05)
-        server_side, client = self.pair()
-        call = inflight.Call("req_1", time.monotonic() + 0.2)
-        with watcher.watching(server_side, call):
-            self.assertTrue(call.gone.wait(1.0))
-        self.assertIs(call.why, DeadlineExceeded)
-
-    def test_a_pipelined_request_is_not_leaving_and_is_left_unread(self):
-        watcher = Watcher(poll_s=0.05)
-        server_side, client = self.pair()
-        call = inflight.Call("req_1")
-        with watcher.watching(server_side, call):
-            client.sendall(b"GET /health HTTP/1.1\r\n\r\n")
-            time.sleep(0.3)
-            self.assertFalse(call.gone.is_set())
-        self.assertEqual(server_side.recv(100), b"GET /health HTTP/1.1\r\n\r\n")
-        self.assertFalse(left(server_side))  # nothing waiting, the client still there
 
 
 if __name__ == "__main__":

@@ -1,16 +1,22 @@
-"""Stdlib-only tests of the profile's checks (onepass/profile.py) at their edges: label ranges
-beyond A-Z, and check_layout / check_calibration (the profile's and a request's overrides) at
-each bound. Types refused through kwargs are tested in test_shim.py
-(test_option_overrides_are_checked); loading profiles in test_shim.py's TestConfig and
-tests/unit/kinds/test_registry.py.
+"""Stdlib-only tests of the profiles (onepass/profile.py): label ranges, check_layout /
+check_calibration (the profile's and a request's overrides) at each bound, and the profile file:
+every shipped profile loads and says what was fitted, a misspelled key is named, and a two-way
+default needs a model trained for it. Types refused through kwargs are tested in test_shim.py
+(test_option_overrides_are_checked); each kind's labels in tests/unit/kinds/test_registry.py.
 Run: python3 -S -m unittest tests.unit.test_profile
 """
+import json
+import tempfile
 import unittest
 from dataclasses import replace
+from pathlib import Path
 
 from onepass.profile import (MAX_ORDERS, MAX_REPEAT, ConfigError, Layout, check_calibration,
-                             check_layout, expand_labels)
+                             check_layout, expand_labels, load_profile)
+from tests.support.paths import ROOT
 from tests.support.unit_profile import PROFILE
+
+CONFIG = ROOT / "serve_config.json"
 
 CAL = PROFILE.calibration
 
@@ -24,6 +30,11 @@ def refused(check, value) -> bool:
 
 
 class TestLabels(unittest.TestCase):
+    def test_ranges_expand_in_order(self):
+        """expand_labels: A-C is A, B, C beside a plain label; AA-ZZ is all 676 in order."""
+        self.assertEqual(expand_labels(["A-C", "Yes"]), ["A", "B", "C", "Yes"])
+        self.assertEqual(len(expand_labels(["AA-ZZ"])), 676)
+
     def test_each_position_ranges_over_its_own_span(self):
         """expand_labels: "A1-B2" is A1, A2, B1, B2; lowercase and digits expand too."""
         self.assertEqual(expand_labels(["A1-B2"]), ["A1", "A2", "B1", "B2"])
@@ -89,6 +100,70 @@ class TestCalibrationBounds(unittest.TestCase):
                            ({"choice": {"0002": [0.0, 1.0]}}, True)):
             self.assertEqual(refused(check_calibration, replace(CAL, label_prior=prior)), bad,
                              prior)
+
+
+class TestProfileFile(unittest.TestCase):
+    def load_variant(self, **changes):
+        """load_profile on serve_config.json with the default profile's fields changed."""
+        doc = json.loads(CONFIG.read_text())
+        doc["profiles"]["smollm2-135m"].update(changes)
+        with tempfile.TemporaryDirectory() as tmp:  # its own file: test.sh runs two suites at once
+            path = Path(tmp) / "variant_config.json"
+            path.write_text(json.dumps(doc))
+            return load_profile(str(path), "smollm2-135m")[1]
+
+    def test_misspelled_profile_key_is_an_error(self):
+        """load_profile: an unknown profile key fails with a message naming it."""
+        with self.assertRaises(ConfigError) as ctx:
+            self.load_variant(temprature=2)
+        self.assertIn("temprature", str(ctx.exception))
+
+    def test_two_way_default_needs_a_model_trained_for_it(self):
+        """load_profile: a profile may default to two-way only when it declares trained_two_way."""
+        with self.assertRaises(ConfigError) as ctx:
+            self.load_variant(attention_mode="bidirectional")
+        self.assertIn("trained_two_way", str(ctx.exception))
+        profile = self.load_variant(attention_mode="bidirectional", trained_two_way=True)
+        self.assertEqual(profile.attention_mode, "bidirectional")
+
+    def test_every_profile_loads_and_says_what_was_fitted(self):
+        """load_profile: each profile in serve_config.json loads; a profile whose temperatures
+        were not fitted (fitted: null) says so in its provenance, a fitted one names tool and
+        data."""
+        doc = json.loads(CONFIG.read_text())
+        self.assertGreaterEqual(len(doc["profiles"]), 4)
+        for name in doc["profiles"]:
+            _, profile = load_profile(str(CONFIG), name)
+            fitted = profile.calibration.fitted
+            note = profile.provenance.get("calibration.temperature", "")
+            if fitted is None:
+                self.assertRegex(note, "not fitted|unfitted|not published", name)
+            else:
+                for what, record in fitted.items():  # each fitted part: a bench tool, fit split
+                    self.assertIn("temperature", what)
+                    # a fitter in bench/fit/; fits recorded before bench/ had subfolders name it
+                    # bench/NAME.py
+                    self.assertRegex(record["tool"], r"^bench/(fit/)?fit_\w+\.py$")
+                    tool = record["tool"].rsplit("/", 1)[-1]
+                    self.assertTrue((ROOT / "bench" / "fit" / tool).is_file(), record)
+                    self.assertIn("split fit", record["on"])
+            if profile.tokenizer_contract:
+                self.assertTrue((ROOT / profile.tokenizer_contract).is_file(), name)
+
+    def test_each_kind_checks_its_own_profile_settings(self):
+        """load_profile asks every kind's check_profile (profile.py imports no kind): a vision
+        profile's box settings the box kind refuses stop start-up, naming the profile and what
+        is wrong."""
+        doc = json.loads(CONFIG.read_text())
+        doc["profiles"]["idefics3-tiny"]["vision"]["box"]["present_temperature"] = 0
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / "variant_config.json"
+            path.write_text(json.dumps(doc))
+            with self.assertRaises(ConfigError) as ctx:
+                load_profile(str(path), "idefics3-tiny")
+        self.assertIn("profile 'idefics3-tiny': vision.box.present_temperature must be",
+                      str(ctx.exception))
+        self.assertNotIn("from .kinds import", (ROOT / "onepass" / "profile.py").read_text())
 
 
 if __name__ == "__main__":

@@ -1,26 +1,131 @@
-"""Stdlib-only tests of readout's pieces beyond what test_shim.py's TestReadout and
-TestTechniques cover (renormalising, temperature flattening, the label prior, shrink, the
-confidence formulas, the expected score): the temperature that applies, the position prior
-per listing, the re-read blend, an outcome's counts, and the x_ extensions.
+"""Stdlib-only tests of readout's pieces (onepass/readout.py): renormalising over the labels,
+no finite label an engine error, the temperature that applies and how it flattens, the yes/no
+floor, the label prior per listing position, several orders read and shrunk by their
+disagreement, the re-read blend, an outcome's counts, and each kind's summary of what readout
+gives (a score's expected level, a yes/no's P(true)).
 Run: python3 -S -m unittest tests.unit.test_readout
 """
 import math
 import unittest
 from dataclasses import replace
 
-from onepass import readout
-from onepass.decision import NOUL, Answer, Option, Outcome, Question, Read, ReadResult
+from onepass import config, readout
+from onepass.decision import CHOICE, NOUL, Answer, Option, Question, Read, ReadResult
+from onepass.errors import EngineFailed
 from onepass.prompt.fitting import Selection
-from onepass.think import Spent, Thought
+from onepass.prompt.layout import layout
 from tests.support.build_decision import decision
-from tests.support.unit_profile import PROFILE
+from tests.support.unit_profile import LABELS, PROFILE
 
 YES = Question(NOUL, "?", (Option("true", None), Option("false", None)))
-NOUL_ANSWER = Answer(NOUL, (0.5, 0.5), 1.0, 0.5, 0)
+NOUL_ANSWER = Answer(NOUL, (0.5, 0.5), 1.0, 0, 0.5)
 
 
 def key(i):
     return {"question": f"q{i}"}
+
+
+def options(n):
+    """A choice question of n options a, b, c, ..."""
+    return Question(CHOICE, "Team?", tuple(Option(chr(97 + i), None) for i in range(n)))
+
+
+def laid_out(question, **techniques):
+    """The reads of `question` alone under PROFILE with these layout techniques."""
+    return layout(decision((question,)), replace(PROFILE, layout=config.Layout(**techniques)),
+                  LABELS)
+
+
+class TestDistribution(unittest.TestCase):
+    def test_renormalises_over_labels_exactly(self):
+        """label_distribution: probabilities sum to 1 within 1e-9 and keep the label odds."""
+        p = readout.label_distribution([-1.0, -2.0, -30.0, -float("inf")])
+        self.assertAlmostEqual(math.fsum(p), 1.0, delta=1e-9)
+        self.assertAlmostEqual(p[0] / p[1], math.e, places=9)
+        self.assertEqual(p[3], 0.0)
+
+    def test_temperature_flattens(self):
+        """label_distribution: a temperature above 1 moves the distribution toward uniform."""
+        sharp, flat = readout.label_distribution([0, -2]), readout.label_distribution([0, -2], 2.0)
+        self.assertGreater(sharp[0], flat[0])
+        self.assertAlmostEqual(flat[0] / flat[1], math.e, places=9)
+
+    def test_no_finite_label_is_an_engine_error(self):
+        """label_distribution: all labels at -inf or NaN is an engine failure, never a NaN
+        answer."""
+        for bad in ([-float("inf")] * 2, [float("nan"), 0.0]):
+            with self.assertRaises(EngineFailed):
+                readout.label_distribution(bad)
+
+
+class TestAnswer(unittest.TestCase):
+    def test_a_scores_expectation_and_a_yes_nos_p_true(self):
+        """answer: a score's payload is sum i*p_i of the probabilities returned; a yes/no's is
+        P(true)."""
+        q = Question("score", None, tuple(Option(str(i), str(i)) for i in range(3)))
+        cal = PROFILE.calibration
+        probs = readout.question_probabilities(
+            q, [(Read("p", (1, 2, 3), (0, 1, 2)), ReadResult((-2.0, -0.2, -1.9), 5))], cal, 0.0)
+        a = readout.answer(q, probs)
+        self.assertAlmostEqual(a.payload, sum(i * p for i, p in enumerate(a.probabilities)), 12)
+        probs = readout.question_probabilities(
+            YES, [(Read("p", (1, 2), (0, 1)), ReadResult((0.0, -1.0), 5))], cal, 0.0)
+        self.assertAlmostEqual(readout.answer(YES, probs).payload, 1 / (1 + math.exp(-1)))
+
+
+class TestQuestionProbabilities(unittest.TestCase):
+    def test_temperature_per_type_and_noul_floor(self):
+        """question_probabilities: the question type's temperature; the yes/no floor lifts the
+        chosen side to at least the floor, on either side, and leaves answers already beyond
+        it alone."""
+        cal = replace(PROFILE.calibration, temperature={"noul": 2.0, "choice": 1.0, "score": 1.0},
+                      noul_floor=0.8)
+        read = Read("p", (1, 2), (0, 1))
+
+        def yes(logprobs, calibration=cal):
+            pairs = [(read, ReadResult(logprobs, 5))]
+            return readout.question_probabilities(YES, pairs, calibration, 0.0)[0]
+        self.assertAlmostEqual(yes((0.0, -1.0), replace(cal, noul_floor=0.0)),
+                               1 / (1 + math.exp(-0.5)))
+        self.assertAlmostEqual(yes((0.0, -1.0)), 0.8)  # 0.62 on the yes side -> 0.8
+        self.assertAlmostEqual(yes((-1.0, 0.0)), 0.2)  # 0.38: the no side -> P(no) 0.8
+        self.assertAlmostEqual(yes((0.0, -20.0)), 1 / (1 + math.exp(-10)))
+
+    def test_label_prior_is_subtracted_per_listing_position(self):
+        """question_probabilities: label_prior[kind][n][j] nats come off the label at position
+        j of each listing of an n-option question before the temperature; other counts are
+        left alone."""
+        q = options(3)
+        [read] = laid_out(q, orders=2)
+        result = ReadResult((-1.0, -0.5, -2.0, -1.5, -0.7, -0.9), 9)
+        cal = replace(PROFILE.calibration, temperature={"noul": 1.0, "choice": 2.0, "score": 1.0},
+                      label_prior={"choice": {"3": [0.0, 0.5, 0.25], "2": [0.0, 9.0]}})
+        got = readout.question_probabilities(q, [(read, result)], cal, 0.0)
+        logs = (-1.0, -1.0, -2.25, -1.5, -1.2, -1.15)  # each listing: A, B - 0.5, C - 0.25
+        want = readout.option_probabilities(read, ReadResult(logs, 9), 3, 2.0)
+        for a, b in zip(got, want):
+            self.assertAlmostEqual(a, b, places=12)
+        plain = readout.question_probabilities(q, [(read, result)], replace(cal, label_prior={}),
+                                               0.0)
+        second = read.option_of_label[1]  # the option listed at position 1 (B) first
+        self.assertGreater(plain[second], got[second])
+
+    def test_orders_as_reads_and_shrink(self):
+        """layout/question_probabilities: one read per order, averaged; shrink moves toward
+        uniform in proportion to the disagreement and never changes the top answer."""
+        q = options(2)
+        reads = laid_out(q, orders=2, orders_as_reads=True)
+        self.assertEqual([r.option_of_label for r in reads], [(0, 1), (1, 0)])
+        results = [ReadResult((-0.1, -2.5), 5), ReadResult((-0.7, -0.7), 5)]  # disagree
+        pairs = list(zip(reads, results))
+        plain = readout.question_probabilities(q, pairs, PROFILE.calibration, 0.0)
+        shrunk = readout.question_probabilities(q, pairs, PROFILE.calibration, 1.0)
+        self.assertGreater(plain[0], shrunk[0])
+        self.assertGreater(shrunk[0], 0.5)  # still the top answer
+        agree = [ReadResult((-0.1, -2.5), 5), ReadResult((-2.5, -0.1), 5)]  # same answer, a
+        same = readout.question_probabilities(q, list(zip(reads, agree)), PROFILE.calibration,
+                                              1.0)
+        self.assertAlmostEqual(same[0], readout.label_distribution((-0.1, -2.5))[0], places=12)
 
 
 class TestPieces(unittest.TestCase):
@@ -69,40 +174,11 @@ class TestOutcome(unittest.TestCase):
                               (Selection(0, 300, 900, "bm25"),))
         self.assertEqual((out.num_input_tokens, out.num_cached_tokens, out.images),
                          (950, 25, 1))
-        self.assertEqual((out.rereads, out.reread_below, out.attention_mode), (1, 0.6, "causal"))
+        self.assertEqual((out.effort.rereads, out.effort.reread_below, out.attention_mode),
+                         (1, 0.6, "causal"))
+        self.assertEqual(out.effort.selections, (Selection(0, 300, 900, "bm25"),))
         self.assertEqual([a.best for a in out.answers], [0, 1])
         self.assertEqual(readout.outcome(d, [[0.7, 0.3]] * 2, results).num_input_tokens, 350)
-
-
-class TestExtensions(unittest.TestCase):
-    def test_nothing_done_beyond_a_read_says_nothing(self):
-        """extensions: none for a plain outcome; reasoning off is not reported."""
-        plain = Outcome((NOUL_ANSWER,), 10, "causal", reasoning=Spent("off"))
-        self.assertEqual(readout.extensions(plain, key), {})
-        self.assertIsNone(readout.effort_used(plain, key))
-
-    def test_effort_names_reread_reasoning_and_cuts(self):
-        """effort_used: the re-read's threshold, each question's thought, each cut state."""
-        spent = Spent("auto", 64, (Thought(1, "hmm", 12, True),), trace=True)
-        out = Outcome((NOUL_ANSWER, NOUL_ANSWER), 10, "causal", rereads=1, reread_below=0.6,
-                      selections=(Selection(1, 40, 90, "head_tail"),), reasoning=spent)
-        self.assertEqual(readout.extensions(out, key), {
-            "x_effort_used": {
-                "reread": {"below": 0.6, "first_weight": 0.6667, "questions": 1},
-                "reasoning": {"mode": "auto", "token_cap": 64, "questions": [
-                    {"question": "q0", "thought": False, "tokens": 0, "cut": False},
-                    {"question": "q1", "thought": True, "tokens": 12, "cut": True}]},
-                "state_selection": [{"question": "q1", "kept_tokens": 40, "total_tokens": 90,
-                                     "method": "head_tail"}]},
-            "x_thoughts": [{"question": "q1", "text": "hmm"}]})
-
-    def test_thoughts_only_when_traced(self):
-        """traced_thoughts: None without trace; with trace and no thought, an empty list."""
-        thought = (Thought(0, "t", 1, False),)
-        self.assertIsNone(readout.traced_thoughts(
-            Outcome((NOUL_ANSWER,), 1, "causal", reasoning=Spent("on", 8, thought)), key))
-        traced = Outcome((NOUL_ANSWER,), 1, "causal", reasoning=Spent("on", 8, (), True))
-        self.assertEqual(readout.extensions(traced, key)["x_thoughts"], [])
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ from dataclasses import replace
 
 from onepass import config, reread, work
 from onepass.backend.probes import Facts
-from onepass.decision import CHOICE, NOUL, SCORE, Option, Question, ReadResult
+from onepass.decision import CHOICE, NOUL, SCORE, Option, Page, Question, ReadResult
 from onepass.errors import InvalidRequest, Problem
 from onepass.prompt.layout import AGAIN
 from onepass.reader import Reader
@@ -49,6 +49,12 @@ def key(read) -> str:
     return next(k for k in FIRST if f"Question: {k}" in read.prompt)
 
 
+def answer(r, d, fixed=frozenset(), budget=None):
+    """reread.answer on the Decision's Page and calibration (as think.py calls it)."""
+    page = Page(d.state, d.questions, d.attention_mode, d.layout, d.images)
+    return reread.answer(r, page, d.calibration, fixed, budget)
+
+
 def reader(*script, max_len=100_000) -> Reader:
     return Reader(PROFILE, Facts(LABELS, max_len, False, ""), ScriptedEngine(*script))
 
@@ -76,17 +82,17 @@ class TestReread(Case):
         """reread: only the choice under the threshold is read again; 2/3 first + 1/3 second."""
         r, budget = reader(FIRST, SECOND), spare(5)
         d = decision((SURE, UNSURE), "ticket", **below(0.8))
-        out = reread.answer(r, d, budget=budget)
+        out = answer(r, d, budget=budget)
         self.assertEqual([key(x) for x in r.engine.calls[1]], ["Unsure?"])
         self.assertProbs(out.answers[0].probabilities, (0.9, 0.1))
         self.assertProbs(out.answers[1].probabilities, (0.7, 0.3))  # 0.4 + 0.3, 0.267 + 0.033
-        self.assertEqual((out.rereads, out.reread_below, budget.spare), (1, 0.8, 4))
+        self.assertEqual((out.effort.rereads, out.effort.reread_below, budget.spare), (1, 0.8, 4))
 
     def test_the_reread_writes_the_request_twice_as_often(self):
         """reread: the second read doubles the Decision's repeat, capped at profile.MAX_REPEAT."""
         for repeat, again in ((1, 2), (3, 4)):
             r = reader(FIRST, SECOND)
-            reread.answer(r, decision((UNSURE,), "ticket", **below(0.8, repeat=repeat)),
+            answer(r, decision((UNSURE,), "ticket", **below(0.8, repeat=repeat)),
                              budget=spare(5))
             first, second = (calls[0].prompt for calls in r.engine.calls)
             self.assertEqual((first.count("Record:\nticket"), second.count("Record:\nticket")),
@@ -97,21 +103,21 @@ class TestReread(Case):
         """reread: with option_sets an unsure choice keeps its one read (a second copy would
         list its options); an unsure score beside it is still read again."""
         r = reader(FIRST, SECOND)
-        out = reread.answer(r, decision((UNSURE, LEVELS), "ticket",
+        out = answer(r, decision((UNSURE, LEVELS), "ticket",
                                            **below(0.99, option_sets=True)), budget=spare(5))
         self.assertEqual([key(x) for x in r.engine.calls[1]], ["Level?"])
         self.assertProbs(out.answers[0].probabilities, (0.6, 0.4))
-        self.assertEqual(out.rereads, 1)
+        self.assertEqual(out.effort.rereads, 1)
 
     def test_a_score_rereads_a_noul_never(self):
         """reread: a score under the threshold is read again; a noul (rereads False) never."""
         r = reader(FIRST, SECOND)
-        out = reread.answer(r, decision((YES, LEVELS), "ticket", **below(0.99)),
+        out = answer(r, decision((YES, LEVELS), "ticket", **below(0.99)),
                                budget=spare(5))
         self.assertEqual([key(x) for x in r.engine.calls[1]], ["Level?"])
         self.assertProbs(out.answers[0].probabilities, (0.6, 0.4))
         self.assertProbs(out.answers[1].probabilities, (0.4, 0.6))  # 2/3 (0.6, 0.4) + 1/3 (0, 1)
-        self.assertEqual(out.rereads, 1)
+        self.assertEqual(out.effort.rereads, 1)
 
     def test_nothing_is_read_again_without_cause_or_calls(self):
         """reread: off at 0, not for `fixed` questions, not without a budget or its spare calls."""
@@ -119,8 +125,8 @@ class TestReread(Case):
                  (below(0.8), frozenset(), None), (below(0.8), frozenset(), 0))
         for fields, fixed, calls in cases:
             r, budget = reader(FIRST, SECOND), None if calls is None else spare(calls)
-            out = reread.answer(r, decision((UNSURE,), "ticket", **fields), fixed, budget)
-            self.assertEqual((len(r.engine.calls), out.rereads), (1, 0), (fields, fixed))
+            out = answer(r, decision((UNSURE,), "ticket", **fields), fixed, budget)
+            self.assertEqual((len(r.engine.calls), out.effort.rereads), (1, 0), (fields, fixed))
             self.assertProbs(out.answers[0].probabilities, (0.6, 0.4))
             if budget is not None:
                 self.assertEqual(budget.spare, calls)
@@ -135,10 +141,10 @@ class TestReread(Case):
                 raise InvalidRequest([Problem(("state",), "too long", "too_long")])
             return first(reads)
         r.engine.read_all = once
-        out = reread.answer(r, decision((UNSURE,), "ticket", **below(0.8)), budget=spare(5))
+        out = answer(r, decision((UNSURE,), "ticket", **below(0.8)), budget=spare(5))
         self.assertProbs(out.answers[0].probabilities, (0.6, 0.4))
-        self.assertEqual((len(r.engine.calls), out.rereads), (1, 0))
-        self.assertEqual(out.reread_below, 0.8)
+        self.assertEqual((len(r.engine.calls), out.effort.rereads), (1, 0))
+        self.assertEqual(out.effort.reread_below, 0.8)
 
 
 class TestResolved(Case):
@@ -146,17 +152,17 @@ class TestResolved(Case):
         """answer: the resolved Decision's temperature applies, not the profile's."""
         hot = replace(PROFILE.calibration, temperature={**PROFILE.calibration.temperature,
                                                         "choice": 2.0})
-        out = reread.answer(reader(FIRST), decision((UNSURE,), "t", calibration=hot,
+        out = answer(reader(FIRST), decision((UNSURE,), "t", calibration=hot,
                                                        layout=PROFILE.layout))
         want = math.sqrt(0.6) / (math.sqrt(0.6) + math.sqrt(0.4))  # (0.6, 0.4) at T = 2
         self.assertAlmostEqual(out.answers[0].probabilities[0], want, places=12)
-        plain = reread.answer(reader(FIRST), resolved(decision((UNSURE,), "t"), PROFILE))
+        plain = answer(reader(FIRST), resolved(decision((UNSURE,), "t"), PROFILE))
         self.assertProbs(plain.answers[0].probabilities, (0.6, 0.4))
 
     def test_the_decisions_layout_applies(self):
         """answer: the resolved Decision's layout is the one read (its repeat in the prompt)."""
         r = reader(FIRST)
-        reread.answer(r, decision((UNSURE,), "ticket", **below(0.0, repeat=3)))
+        answer(r, decision((UNSURE,), "ticket", **below(0.0, repeat=3)))
         self.assertEqual(r.engine.calls[0][0].prompt.count("Record:\nticket"), 3)
 
 

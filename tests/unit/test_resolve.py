@@ -1,5 +1,7 @@
 """Stdlib-only tests of resolving a Request once (onepass/resolve.py): the model, then the
-options, then the mode, in that order. Option sets against the plugin are tested in
+options, then the mode, in that order; two-way reading only with the engine plugin; a request's
+layout and calibration overrides on the shipped profile and the 422 at their key for a bad one,
+its message cut. Option sets against the plugin are tested in
 tests/unit/prompt/test_option_sets.py.
 Run: python3 -S -m unittest tests.unit.test_resolve
 """
@@ -10,7 +12,7 @@ from onepass.api import Request
 from onepass.backend.probes import Facts
 from onepass.decision import TWO_WAY, Option, Question
 from onepass.errors import BadRequest, InvalidRequest, ModelNotFound
-from tests.support.unit_profile import LABELS, PROFILE
+from tests.support.unit_profile import EMBEDDED, LABELS, PROFILE
 
 NOUL_Q = Question("noul", "Refund?", (Option("true", None), Option("false", None)))
 
@@ -38,14 +40,40 @@ class TestResolve(unittest.TestCase):
         self.assertEqual((d.model, d.attention_mode, d.layout.repeat),
                          (PROFILE.model_name, PROFILE.attention_mode, 2))
 
-    def test_calibration_overrides_and_their_limits(self):
-        """A request's temperature joins the profile's per kind; `fitted` is the profile's."""
-        got = resolve.options({"calibration": {"temperature": {"noul": 2.0}}}, PROFILE,
-                              facts())[1]
-        self.assertEqual(got.temperature["noul"], 2.0)
-        for bad in ({"fitted": {}}, {"temperature": 3}):
-            with self.subTest(bad=bad), self.assertRaises(InvalidRequest):
-                resolve.options({"calibration": bad}, PROFILE, facts())
+    def test_two_way_needs_the_plugin(self):
+        """mode: the shipped profile reads causal unless asked; two-way without the engine
+        plugin is a 400 naming it, never read one-way; with the plugin it is granted."""
+        self.assertEqual(resolve.mode(None, EMBEDDED, facts(two_way=False)), "causal")
+        with self.assertRaises(BadRequest) as ctx:
+            resolve.mode(TWO_WAY, EMBEDDED, facts(two_way=False))
+        self.assertIn("engine plugin", ctx.exception.message)
+        self.assertEqual(resolve.mode(TWO_WAY, EMBEDDED, facts()), TWO_WAY)
+
+    def test_overrides_and_their_limits(self):
+        """options: kwargs.layout / kwargs.calibration override the shipped profile for one
+        request (temperature per kind merged, `fitted` the profile's); bad keys, types or ranges
+        are a 422 at their key."""
+        self.assertEqual(resolve.options({}, EMBEDDED, facts()), (None, None))
+        layout, cal = resolve.options({"layout": {"repeat": 2},
+                                       "calibration": {"temperature": {"choice": 3.0},
+                                                       "noul_floor": 0.9}}, EMBEDDED, facts())
+        self.assertEqual(layout.repeat, 2)
+        self.assertEqual(cal.temperature, {**EMBEDDED.calibration.temperature, "choice": 3.0})
+        self.assertEqual((cal.noul_floor, cal.fitted), (0.9, EMBEDDED.calibration.fitted))
+        for key, bad in (("layout", {"repeat": 9}), ("layout", {"nope": 1}),
+                         ("layout", {"shrink": "x"}), ("calibration", {"temperature": {"x": 1}}),
+                         ("calibration", {"temperature": {"noul": 0}}),
+                         ("calibration", {"temperature": 3}), ("calibration", {"fitted": None}),
+                         ("calibration", {"fitted": {}}), ("calibration", {"noul_floor": 0.5}),
+                         ("calibration", {"reread_below": True}),
+                         ("calibration", {"label_prior": {"score": {"2": [0.0, 0.0]}}}),
+                         ("calibration", {"label_prior": {"choice": {"2": [0.0, 1e9]}}}),
+                         ("calibration", {"label_prior": {"choice": {"3": [0.0, 1.0]}}}),
+                         ("calibration", {"label_prior": {"choice": [0.0, 1.0]}})):
+            with self.subTest(key=key, bad=bad):
+                with self.assertRaises(InvalidRequest) as ctx:
+                    resolve.options({key: bad}, EMBEDDED, facts())
+                self.assertEqual(ctx.exception.problems[0].loc, ("kwargs", key))
 
     def test_a_refused_override_message_is_cut(self):
         with self.assertRaises(InvalidRequest) as ctx:

@@ -13,6 +13,7 @@ from onepass.backend.engine import MAX_LOGPROB_TOKEN_IDS
 from onepass.backend.probes import Facts
 from onepass.images.formats import Image
 from onepass.kinds.base import Job
+from onepass.kinds.box import Asked
 from onepass.profile import Vision
 from onepass.decision import (BOX, CHOICE, NOUL, NUMBER, Decision, Generated, Option, Question,
                               ReadResult)
@@ -82,6 +83,11 @@ def choices(n: int, reasoning=None, layout=AS_READS) -> Decision:
                     layout=layout, reasoning=reasoning)
 
 
+def calls(d, s, labels) -> work.Calls:
+    """The plan fit.plan counts for Decision d split as s."""
+    return work.plan(s.reads, s.plans, d.questions, d.reasoning, labels)
+
+
 class TestWorkBudget(unittest.TestCase):
     def test_the_issues_request_is_refused_before_any_call(self):
         """400 choices read in two orders as reads (exactly 800 reads) with reasoning on made
@@ -110,7 +116,7 @@ class TestWorkBudget(unittest.TestCase):
     def test_numbers_and_thoughts_on_them(self):
         numbers = tuple(Question(NUMBER, f"n{i}?", ()) for i in range(3))
         d = decision(numbers + (Question(NOUL, "y?", YES),), "ticket", reasoning=Ask("on"))
-        self.assertEqual(work.plan(d, split(d), LABELS),
+        self.assertEqual(calls(d, split(d), LABELS),
                          work.Calls(reads=1, thoughts=4, rereads=1, generations=3))
         pipe = pipeline(8)
         with self.assertRaises(InvalidRequest):
@@ -121,13 +127,13 @@ class TestWorkBudget(unittest.TestCase):
         self.assertLessEqual(pipe.engine.calls, 9)
 
     def test_box_presents_edges_and_generations_count(self):
-        box = Question(BOX, "the red circle", (), mode="hybrid")
+        box = Question(BOX, "the red circle", (), params=Asked("hybrid"))
         d = decision((box, Question(NOUL, "y?", YES)), images=(Image(b"", "png", 64, 48),))
         vision = replace(PROFILE, vision=Vision("<image>", ("<image>",), 64, box={
             "convention": {"units": "grid", "order": "xyxy", "scale": 1000},
             "confidence": {"a": 1.0, "b": 0.0}, "present_temperature": 1.0}))
         job = Job(d.images, vision, config.load(["--port", "0"], environ={}), LABELS)
-        self.assertEqual(work.plan(d, fit.split(resolved(d, PROFILE), job), LABELS),
+        self.assertEqual(calls(d, fit.split(resolved(d, PROFILE), job), LABELS),
                          work.Calls(reads=1 + 4 + 1, thoughts=0, rereads=0, generations=1))
 
     def test_a_read_of_more_labels_than_one_call_returns_counts_each_slice(self):
@@ -137,7 +143,7 @@ class TestWorkBudget(unittest.TestCase):
                         choice=tuple((f"L{i}", 1000 + i) for i in range(255)))
         options = tuple(Option(f"o{i}", None) for i in range(200))
         d = decision((Question(CHOICE, "which?", options),))
-        self.assertEqual(work.plan(d, split(d, many), many),
+        self.assertEqual(calls(d, split(d, many), many),
                          work.Calls(reads=2, thoughts=0, rereads=0, generations=0))
         pipe = pipeline(1, many)
         with self.assertRaises(InvalidRequest):

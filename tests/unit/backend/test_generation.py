@@ -1,15 +1,20 @@
 """Stdlib-only tests of the constrained generation client (no vLLM: a stubbed `call`): the body a
 box generation sends, reading its text and token log-probs, and the structured-outputs probe's
-verdicts (schema kept, refused, ignored, cut, engine down).
+verdicts (schema kept, refused, ignored, cut, engine down), the probe the registry's kinds give.
 Run: python3 -S -m unittest tests.unit.backend.test_generation
 """
+import types
 import unittest
 
+from onepass import kinds
 from onepass.backend import generation
 from onepass.backend.engine import Engine
 from onepass.errors import EngineFailed, EngineUnavailable
 from onepass.decision import Read
 from onepass.kinds import box
+from onepass.kinds.base import Probe
+
+SETTINGS = types.SimpleNamespace(box_max_tokens=48, number_max_tokens=24)
 
 
 def engine_answering(status, doc, seen=None):
@@ -81,8 +86,10 @@ class TestBoxGeneration(unittest.TestCase):
 
 class TestProbe(unittest.TestCase):
     def test_verdicts(self):
-        """generation.structured_outputs_live: a box or null in the schema is live; a refusal,
-        free text, numbers out of range or a cut generation are not; vLLM down raises."""
+        """generation.structured_outputs_live with the registry's probe (box's schema): a box
+        or null in the schema is live; a refusal, free text, numbers out of range or a cut
+        generation are not; vLLM down raises."""
+        probe = kinds.probe(SETTINGS)
         for status, doc, live in (
                 (200, completion('{"box":[1,2,300,400]}'), True),
                 (200, completion('{"box":null}'), True),
@@ -93,13 +100,36 @@ class TestProbe(unittest.TestCase):
                 (200, completion('{"box":[1,2,3,4],"confidence":1}'), False),
                 (200, completion('{"box":[1,2,3,4]}', finish="length"), False)):
             seen = []
-            got, why = generation.structured_outputs_live(engine_answering(status, doc, seen), 48)
+            got, why = generation.structured_outputs_live(engine_answering(status, doc, seen),
+                                                          probe)
             self.assertEqual(got, live, doc)
             self.assertEqual(bool(why), not live)
             self.assertEqual(seen[0][1]["structured_outputs"]["json"], box.schema(1000))
+            self.assertEqual(seen[0][1]["max_tokens"], 48)
         with self.assertRaises(EngineUnavailable):
             generation.structured_outputs_live(engine_answering(503, {"error": {"message": "x"}}),
-                                               48)
+                                               probe)
+
+    def test_any_kinds_probe_and_none(self):
+        """structured_outputs_live sends a probe's prompt and constraint and names it when the
+        text disobeys; structured_engine asks the registry, and passes without a kind that
+        generates."""
+        probe = Probe("Count: ", {"regex": "[0-9]+"}, 5, str.isdigit, "the digits pattern")
+        seen = []
+        got, why = generation.structured_outputs_live(
+            engine_answering(200, completion("twelve"), seen), probe)
+        self.assertFalse(got)
+        self.assertIn("under the digits pattern gave 'twelve'", why)
+        self.assertEqual((seen[0][1]["prompt"], seen[0][1]["structured_outputs"]),
+                         ("Count: ", {"regex": "[0-9]+"}))
+        self.assertEqual(generation.structured_engine(
+            engine_answering(200, completion('{"box":[1,2,3,4]}')), SETTINGS), "")
+        saved = dict(kinds.KINDS)
+        self.addCleanup(kinds.KINDS.update, saved)
+        for name in ("box", "number"):  # no kind left that generates: nothing to check
+            del kinds.KINDS[name]
+        self.assertEqual(generation.structured_engine(
+            engine_answering(200, completion("free text")), SETTINGS), "")
 
 
 if __name__ == "__main__":

@@ -1,19 +1,30 @@
 """Stdlib-only tests of what every kind inherits (onepass/kinds/base.py): the default hooks of
 the decision path (plan: one read of itself; combine: that read's answer; limit: no cap, no
-refusal; calibrate: nothing), the required hooks unimplemented, and the shared helpers (the
-generation refusal, best, option listings, the criteria and entries checks).
+refusal; calibrate: nothing; no profile check, no probe), the required hooks unimplemented,
+the shapes a Job's fields are stated in (the real classes have them), and the shared helpers
+(the generation refusal, best, option listings). The API adapters' defaults:
+tests/unit/kinds/test_adapters.py.
 Run: python3 -S -m unittest tests.unit.kinds.test_base
 """
+import dataclasses
 import unittest
 
-from onepass.api.checks import Checker
+from onepass import config
 from onepass.decision import Answer, Option, Question
+from onepass.images.formats import Image
 from onepass.kinds import base
+from onepass.kinds.adapters import SystemOne
+from onepass.profile import Profile
+from onepass.prompt.layout import LabelSet
+
+
+class BareOnSystemOne(SystemOne):
+    type = "bare"
 
 
 class Bare(base.Kind):
     """A kind that overrides nothing."""
-    name, systemone, decisions = "bare", "bare", None
+    name, systemone = "bare", BareOnSystemOne()
 
 
 Q = Question("bare", "Which?", (Option("x", None), Option("y", "why")))
@@ -26,8 +37,8 @@ class TestDefaults(unittest.TestCase):
 
     def test_combine_is_its_one_reads_answer(self):
         """combine: the first read's answer, whatever the generation."""
-        first, other = (Answer("bare", (0.3, 0.7), 0.4, 0.0, 1),
-                        Answer("bare", (0.9, 0.1), 0.8, 0.0, 0))
+        first, other = (Answer("bare", (0.3, 0.7), 0.4, 1),
+                        Answer("bare", (0.9, 0.1), 0.8, 0))
         self.assertIs(Bare().combine(Q, [first, other], ("text", [], False, 3), None), first)
 
     def test_limit_caps_nothing_and_refuses_nothing(self):
@@ -35,17 +46,38 @@ class TestDefaults(unittest.TestCase):
         self.assertEqual(Bare().limit(None, None), base.Limit(most=None, refusal=None))
 
     def test_the_remaining_defaults(self):
-        """calibrate returns its input; extras, legend are empty; the required hooks raise."""
+        """calibrate returns its input; no /v1/decisions adapter, no profile check, no probe;
+        the required hooks raise."""
         probs = [0.2, 0.8]
         kind = Bare()
         self.assertIs(kind.calibrate(probs, None), probs)
-        self.assertEqual(kind.systemone_extras({}, (), None, {}), {})
-        self.assertIsNone(kind.systemone_legend({"criteria": [1]}))
+        self.assertIsNone(kind.decisions)
+        self.assertIsNone(kind.check_profile(None))
+        self.assertIsNone(kind.probe(None))
         self.assertEqual((kind.reads, kind.rereads, kind.thinks), (True, True, "unsure"))
         for hook, args in (("listings", (Q, None, None)), ("answer", (probs, Q)),
-                           ("labels_ok", ((),)), ("warmup_body", ("s",))):
+                           ("labels_ok", ((),))):
             with self.assertRaises(NotImplementedError, msg=hook):
                 getattr(kind, hook)(*args)
+
+
+class TestJob(unittest.TestCase):
+    def test_the_real_classes_have_the_fields_a_job_states(self):
+        """Job's field shapes (Picture, Profile, Settings, Labels) name what the real classes
+        give: images.formats.Image, profile.Profile, config.Settings (each kind's settings
+        among them) and prompt.layout.LabelSet (each kind's labels)."""
+        def members(shape):
+            return {n for n in shape.__annotations__}
+        image_fields = {f.name for f in dataclasses.fields(Image)}
+        self.assertLessEqual(members(base.Picture), image_fields)
+        self.assertLessEqual(members(base.Profile), {f.name for f in dataclasses.fields(Profile)})
+        settings = config.load(["--port", "0"], environ={})
+        self.assertLessEqual(members(base.Settings), {f.name for f in dataclasses.fields(settings)})
+        self.assertEqual((settings.box_max_tokens, settings.number_max_tokens), (48, 24))
+        self.assertEqual(LabelSet(mood=(("X", 1),)).mood, (("X", 1),))
+        job = base.Job((), settings.model, settings, LabelSet())
+        self.assertEqual([f.name for f in dataclasses.fields(job)],
+                         ["images", "profile", "settings", "labels"])
 
 
 class TestHelpers(unittest.TestCase):
@@ -67,28 +99,6 @@ class TestHelpers(unittest.TestCase):
         lines = base.listed_lines(q, [((("P", 1), ("Q", 2)), (1, 0))], "Pick:", "P or Q",
                                   lambda o: o.text or o.key)
         self.assertEqual(lines, ["Pick:", "P. why", "Q. x", "Reply with P or Q only."])
-
-    def test_criteria_and_entries_checks(self):
-        """is_criteria and entries: one problem each, typed missing / dict_type / array_length."""
-        check = Checker()
-        self.assertFalse(base.is_criteria(None, dict, ("c",), check, "an object"))
-        self.assertFalse(base.is_criteria([], dict, ("d",), check, "an object"))
-        self.assertTrue(base.is_criteria({}, dict, ("e",), check, "an object"))
-        self.assertEqual(base.entries([{}], ("f",), check, 2, 3, "levels"), [])
-        self.assertEqual(base.entries([{}, 1], ("g",), check, 2, 3, "levels"), [])
-        self.assertEqual(base.entries([{}, {}], ("h",), check, 2, 3, "levels"), [{}, {}])
-        self.assertEqual([(p.loc, p.type) for p in check.problems],
-                         [(("c",), "missing"), (("d",), "dict_type"), (("f",), "array_length"),
-                          (("g", 1), "invalid_type")])
-
-    def test_unknown_fields_and_descriptions(self):
-        """unknown_fields names each extra key, sorted; described refuses a non-string."""
-        check = Checker()
-        base.unknown_fields({"value": 1, "zz": 0, "aa": 0}, {"value"}, ("x", 0), check)
-        base.described({"description": 5}, ("x", 1), check)
-        base.described({"description": None}, ("x", 2), check)
-        self.assertEqual([p.loc for p in check.problems],
-                         [("x", 0, "aa"), ("x", 0, "zz"), ("x", 1, "description")])
 
 
 if __name__ == "__main__":

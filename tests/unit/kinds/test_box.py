@@ -78,12 +78,13 @@ class TestAnswer(unittest.TestCase):
     def test_found_and_not_found(self):
         """box.answer: not found is the whole image at confidence 0, present kept either way."""
         a = box.answer(None, 0.9, 0.7, "generate")
-        self.assertEqual((a.box.left, a.box.top, a.box.right, a.box.bottom), box_geometry.WHOLE)
-        self.assertEqual((a.box.found, a.box.confidence, a.box.present), (False, 0.0, 0.7))
+        b = a.payload
+        self.assertEqual((b.left, b.top, b.right, b.bottom), box_geometry.WHOLE)
+        self.assertEqual((b.found, b.confidence, b.present), (False, 0.0, 0.7))
         a = box.answer(KNOWN, 0.9, 0.2, "edges")
-        self.assertEqual((a.box.found, a.box.confidence, a.box.present, a.box.mode),
-                         (True, 0.9, 0.2, "edges"))
-        doc = box.KIND.systemone_answer(None, a, None)
+        b = a.payload
+        self.assertEqual((b.found, b.confidence, b.present, b.mode), (True, 0.9, 0.2, "edges"))
+        doc = box.KIND.systemone.answer(None, a, None)
         self.assertEqual(set(doc), {"type", "box", "confidence", "present", "found", "x_box_mode",
                                      "x_box_logprob", "x_box_raw"})
         self.assertEqual(doc["box"], dict(zip(("left", "top", "right", "bottom"), KNOWN)))
@@ -161,13 +162,13 @@ class TestAnswer(unittest.TestCase):
 class TestPrompts(unittest.TestCase):
     def test_present_is_a_noul_about_the_same_object(self):
         """box.present_question: a yes/no question naming what the box question names."""
-        q = box.present_question(Question("box", "the red square", (), "generate"))
+        q = box.present_question(Question("box", "the red square", (), box.Asked("generate")))
         self.assertEqual((q.kind, [o.key for o in q.options]), ("noul", ["true", "false"]))
         self.assertIn("the red square", q.instructions)
 
     def test_generation_lines_follow_the_convention(self):
         """box.prompt_lines: the order and units named are the profile's, the reply line last."""
-        q = Question("box", "the red square", (), "generate")
+        q = Question("box", "the red square", (), box.Asked("generate"))
         xy = box.prompt_lines(q, Convention("grid", "xyxy", 1000))
         yx = box.prompt_lines(q, Convention("grid", "yxyx", 1024))
         px = box.prompt_lines(q, Convention("resized_pixels", "xyxy"))
@@ -199,11 +200,11 @@ class TestSystemOne(unittest.TestCase):
         """systemone: a box beside a noul; mode generate by default, kwargs.box.mode for every
         box, the question's own box.mode first."""
         r = systemone.parse(body(self.FIND, {"type": "noul", "instructions": "Red?"}), None, SERVED)
-        self.assertEqual([(q.kind, q.mode) for q in r.questions], [("box", "generate"),
-                                                                    ("noul", None)])
+        self.assertEqual([(q.kind, q.params) for q in r.questions],
+                         [("box", box.Asked("generate")), ("noul", None)])
         r = systemone.parse(body(self.FIND, {**self.FIND, "box": {"mode": "hybrid"}},
                                  kwargs={"box": {"mode": "edges"}}), None, SERVED)
-        self.assertEqual([q.mode for q in r.questions], ["edges", "hybrid"])
+        self.assertEqual([q.params.mode for q in r.questions], ["edges", "hybrid"])
 
     def test_bad_box_questions(self):
         """systemone: criteria, no instructions, an unknown mode, no image: one 422 each."""

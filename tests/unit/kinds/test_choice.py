@@ -61,9 +61,15 @@ class TestAnswer(unittest.TestCase):
     def test_the_most_probable_option_and_its_confidence(self):
         """answer: best is the top option; confidence (0.6 - 1/3) / (2/3) = 0.4."""
         a = KIND.answer([0.1, 0.6, 0.3], question("x", "y", "z"))
-        self.assertEqual((a.kind, a.best, a.score, a.probabilities), ("choice", 1, 0.0,
-                                                                      (0.1, 0.6, 0.3)))
+        self.assertEqual((a.kind, a.best, a.payload, a.probabilities), ("choice", 1, None,
+                                                                        (0.1, 0.6, 0.3)))
         self.assertAlmostEqual(a.confidence, 0.4, places=12)
+
+    def test_the_contract_confidence_formula(self):
+        """confidence: (top - 1/n) / (1 - 1/n): 0.88 of two is 0.76, uniform 0, one option 1."""
+        self.assertAlmostEqual(choice.confidence([0.88, 0.12]), 0.76, places=12)
+        self.assertAlmostEqual(choice.confidence([1 / 3] * 3), 0.0, places=12)
+        self.assertEqual(choice.confidence([1.0]), 1.0)
 
     def test_a_three_way_tie_goes_to_the_smallest_key(self):
         """answer: tied at the top among later options, the smallest key wins ('b' at 2)."""
@@ -71,13 +77,13 @@ class TestAnswer(unittest.TestCase):
         self.assertEqual(a.best, 2)
 
     def test_renderings_on_both_apis(self):
-        """systemone_answer keys by option; decisions_answer echoes the typed values."""
+        """systemone.answer keys by option; decisions.answer echoes the typed values."""
         q = question("true", "true-ish")
         a = KIND.answer([0.75, 0.25], q)
-        self.assertEqual(KIND.systemone_answer(q, a, None), {
+        self.assertEqual(KIND.systemone.answer(q, a, None), {
             "type": "choice", "choice": "true", "probabilities": {"true": 0.75, "true-ish": 0.25},
             "confidence": 0.5})
-        self.assertEqual(KIND.decisions_answer("team", (True, "true-ish"), a), {
+        self.assertEqual(KIND.decisions.answer("team", (True, "true-ish"), a), {
             "type": "choice", "name": "team", "choice": True, "confidence": 0.5,
             "probabilities": [{"value": True, "probability": 0.75},
                               {"value": "true-ish", "probability": 0.25}]})

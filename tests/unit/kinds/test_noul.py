@@ -53,22 +53,23 @@ class TestFloor(unittest.TestCase):
 
 class TestAnswer(unittest.TestCase):
     def test_the_answer_is_p_true(self):
-        """answer: score is P(true), best the likelier side (true on a tie), confidence 1."""
+        """answer: its payload is P(true), best the likelier side (true on a tie), confidence
+        1."""
         a = KIND.answer([0.25, 0.75], question())
-        self.assertEqual((a.kind, a.score, a.best, a.confidence), ("noul", 0.25, 1, 1.0))
+        self.assertEqual((a.kind, a.payload, a.best, a.confidence), ("noul", 0.25, 1, 1.0))
         self.assertEqual(KIND.answer([0.5, 0.5], question()).best, 0)
 
     def test_renderings_on_both_apis(self):
-        """systemone_answer: {type noul, noul}; decisions: a predicate's probability."""
+        """systemone.answer: {type noul, noul}; decisions: a predicate's probability."""
         a = KIND.answer([0.25, 0.75], question())
-        self.assertEqual(KIND.systemone_answer(question(), a, None),
+        self.assertEqual(KIND.systemone.answer(question(), a, None),
                          {"type": "noul", "noul": 0.25})
-        self.assertEqual(KIND.decisions_answer("refund", (True, False), a),
+        self.assertEqual(KIND.decisions.answer("refund", (True, False), a),
                          {"type": "predicate", "name": "refund", "probability": 0.25})
 
     def test_decisions_options_are_the_two_sides(self):
-        """decisions_options: values (True, False) and the true/false options, undescribed."""
-        values, options = KIND.decisions_options({}, (), None, 255)
+        """decisions.options: values (True, False) and the true/false options, undescribed."""
+        values, options = KIND.decisions.options({}, (), None, 255)
         self.assertEqual((values, options), ((True, False), [Option("true", None),
                                                              Option("false", None)]))
 

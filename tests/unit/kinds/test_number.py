@@ -9,7 +9,7 @@ import unittest
 
 from onepass import fit, generate
 from onepass.api import Limits, decisions, systemone
-from onepass.decision import (BOX, NOUL, NUMBER, Answer, Decision, Generated, Option, Outcome,
+from onepass.decision import (BOX, NOUL, NUMBER, Answer, Decision, Effort, Generated, Option, Outcome,
                               Question)
 from onepass.errors import InvalidRequest
 from onepass.kinds import number
@@ -46,16 +46,24 @@ class TestNumber(unittest.TestCase):
         confidence 0; a fit maps the mean through a logistic."""
         tokens = [("39", -0.2), ("1", -0.4), ("<|im_end|>", -3.0)]
         a = number.answer("391", tokens, False, None)
-        self.assertEqual((a.kind, a.number, a.text), (NUMBER, 391.0, "391"))
+        self.assertEqual((a.kind, a.payload), (NUMBER, number.Written(391.0, "391")))
         self.assertAlmostEqual(a.confidence, math.exp(-0.3))
         cut = number.answer("3915", tokens, True, None)
-        self.assertEqual((cut.number, cut.text, cut.confidence), (None, "3915", 0.0))
+        self.assertEqual((cut.payload, cut.confidence), (number.Written(None, "3915"), 0.0))
         fitted = number.answer("391", tokens, False, {"a": 2.0, "b": 1.0})
         self.assertAlmostEqual(fitted.confidence, 1 / (1 + math.exp(-(2.0 * -0.3 + 1.0))))
-        doc = number.KIND.systemone_answer(None, a, None)
+        doc = number.KIND.systemone.answer(None, a, None)
         self.assertEqual(doc, {"type": "number", "number": 391.0, "text": "391",
                                "confidence": a.confidence})
         self.assertEqual(number.constraint(), {"regex": number.PATTERN})
+
+    def test_its_probe(self):
+        """probe: its pattern under number_max_tokens; a plain decimal obeys it, anything
+        around one does not."""
+        probe = number.KIND.probe(types.SimpleNamespace(number_max_tokens=24))
+        self.assertEqual((probe.structured, probe.max_tokens), (number.constraint(), 24))
+        self.assertEqual([probe.obeys(t) for t in ("12", "-0.5", " 12", "12 apples", "")],
+                         [True, True, False, False, False])
 
     def test_systemone_question_limits_and_decisions_400(self):
         """systemone: instructions required, criteria refused, the per-request limit in the
@@ -94,15 +102,16 @@ class TestNumbersInParts(unittest.TestCase):
         self.assertEqual([p.generation is not None for p in s.plans], [False, True, False])
         self.assertEqual(s.plans[1].generation.structured, number.constraint())
         self.assertEqual([q.instructions for q in s.reads.questions], ["A?", "B?"])
-        first = Answer(NOUL, (0.7, 0.3), 0.0, 0.7, 0)
-        second = Answer(NOUL, (0.2, 0.8), 0.0, 0.2, 1)
-        reads = Outcome((first, second), 50, "causal", selections=(Selection(1, 5, 9, "bm25"),))
+        first = Answer(NOUL, (0.7, 0.3), 0.0, 0, 0.7)
+        second = Answer(NOUL, (0.2, 0.8), 0.0, 1, 0.2)
+        reads = Outcome((first, second), 50, "causal",
+                        effort=Effort(selections=(Selection(1, 5, 9, "bm25"),)))
         out = generate.fold(d, s, reads, {1: Generated("12", [("12", -0.1), ("", 0.0)], False, 30)}, JOB)
         self.assertEqual(out.answers[0], first)
         self.assertEqual(out.answers[2], second)
-        self.assertEqual((out.answers[1].number, out.answers[1].text), (12.0, "12"))
+        self.assertEqual(out.answers[1].payload, number.Written(12.0, "12"))
         self.assertEqual((out.num_input_tokens, out.output_tokens), (80, 2))
-        self.assertEqual([sel.question for sel in out.selections], [2])
+        self.assertEqual([sel.question for sel in out.effort.selections], [2])
 
 
 if __name__ == "__main__":

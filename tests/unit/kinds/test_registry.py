@@ -1,49 +1,78 @@
-"""Stdlib-only tests of the question-kind registry: every kind is one unit with every hook, an
-unknown kind raises (at start-up through the profile check, never a fallback), and the profile
-reads each kind's labels and temperature from the registry.
+"""Stdlib-only tests of the question-kind registry: every kind is one unit with every hook and
+its API adapters, an unknown kind raises (at start-up through the profile check, never a
+fallback), the profile reads each kind's labels and temperature from the registry, and the types
+telemetry counts and the start-up probe come from the registry (a kind registered later in
+/openapi.json and /metrics: tests/unit/openapi/test_schemas.py, tests/unit/test_telemetry.py).
 Run: python3 -m unittest tests.unit.kinds.test_registry
 """
 import json
 import tempfile
+import types
 import unittest
 from pathlib import Path
 
 from onepass import kinds
+from onepass.kinds.adapters import Decisions, SystemOne
 from onepass.kinds.base import Kind
 from onepass.profile import ConfigError, load_profile
 from tests.support.paths import ROOT
 from tests.support.unit_profile import LABELS, PROFILE
 
-HOOKS = ("listings", "answer", "systemone_options", "systemone_answer", "decisions_options",
-         "decisions_answer", "warmup_body", "labels_ok")
+HOOKS = ("listings", "answer", "labels_ok")
+API_HOOKS = {SystemOne: ("options", "answer", "warmup_body", "question_schema", "answer_schema"),
+             Decisions: ("options", "answer", "answer_schema")}  # predicate: the default question
 # box and number are answered by generations, on /v1/systemone only: their own hooks, none of
 # the reads'
-GENERATED_HOOKS = {"box": ("systemone_options", "systemone_extras", "systemone_answer",
-                           "labels_ok", "listings"),
-                   "number": ("systemone_options", "systemone_answer", "labels_ok", "listings")}
+GENERATED_HOOKS = {"box": ("labels_ok", "listings", "plan", "combine", "limit", "check_profile",
+                           "probe"),
+                   "number": ("labels_ok", "listings", "plan", "combine", "limit", "probe")}
+
+
+def overrides(unit, hooks, base) -> None:
+    for hook in hooks:
+        assert getattr(type(unit), hook) is not getattr(base, hook), (type(unit), hook)
 
 
 class TestRegistry(unittest.TestCase):
     def test_every_kind_is_one_complete_unit(self):
-        """kinds: each registered kind overrides every hook and brings its warm-up questions;
-        the box and number kinds their own hooks, no label list, no /v1/decisions type."""
+        """kinds: each registered kind overrides every hook, and its adapters theirs, with
+        their warm-up questions; the box and number kinds their own hooks, no label list, no
+        /v1/decisions adapter; box's params hook reads its mode."""
         self.assertEqual(kinds.names(), ("noul", "choice", "score", "box", "number"))
         self.assertEqual([k.name for k in kinds.reading()], ["noul", "choice", "score"])
         for name, hooks in GENERATED_HOOKS.items():
             unit = kinds.get(name)
-            for hook in hooks:
-                self.assertIsNot(getattr(type(unit), hook), getattr(Kind, hook), (name, hook))
+            overrides(unit, hooks, Kind)
+            overrides(unit.systemone, API_HOOKS[SystemOne], SystemOne)
             self.assertIsNone(unit.label_key)
+            self.assertIsNone(unit.decisions)
             self.assertNotIn(unit, kinds.by_api("decisions").values())
             self.assertIn(name, kinds.by_api("systemone"))
-        self.assertNotIn(None, kinds.by_api("decisions"))
+        overrides(kinds.get("box").systemone, ("params", "check_images"), SystemOne)
         for kind in kinds.reading():
-            for hook in HOOKS:
-                self.assertIsNot(getattr(type(kind), hook, None), getattr(Kind, hook, None),
-                                 (kind.name, hook))
-            self.assertTrue(kind.warmup_short and kind.warmup_decisions, kind.name)
+            overrides(kind, HOOKS, Kind)
+            overrides(kind.systemone, API_HOOKS[SystemOne], SystemOne)
+            overrides(kind.decisions, API_HOOKS[Decisions], Decisions)
+            self.assertTrue(kind.systemone.warmup_short and kind.decisions.warmup, kind.name)
             self.assertIn(kind.label_key, json.loads((ROOT / "serve_config.json").read_text())
                           ["profiles"]["smollm2-135m"])
+
+    def test_types_by_api(self):
+        """by_api: each API's types, in registration order; types(): each once, System One's
+        first, for telemetry."""
+        self.assertEqual(list(kinds.by_api("systemone")),
+                         ["noul", "choice", "score", "box", "number"])
+        self.assertEqual(list(kinds.by_api("decisions")), ["predicate", "choice", "score"])
+        self.assertEqual(kinds.types(), ("noul", "choice", "score", "box", "number", "predicate"))
+
+    def test_the_probe_is_the_first_kind_that_offers_one(self):
+        """probe: box's (its schema, box_max_tokens), the first registered kind with one; a
+        generation in its schema obeys it, another does not."""
+        probe = kinds.probe(types.SimpleNamespace(box_max_tokens=48, number_max_tokens=24))
+        self.assertEqual((probe.named, probe.max_tokens), ("the box schema", 48))
+        self.assertEqual(probe.structured, {"json": kinds.box.schema(1000)})
+        self.assertTrue(probe.obeys('{"box": [1, 2, 3, 4]}') and probe.obeys('{"box": null}'))
+        self.assertFalse(probe.obeys('{"box": [1, 2, 3]}') or probe.obeys("hello"))
 
     def test_unknown_kind_raises_never_falls_back(self):
         """kinds: a kind nobody registered raises; so does registering one twice."""

@@ -1,15 +1,15 @@
-"""Stdlib-only tests of the fit and reads steps (onepass/fit.py, onepass/reads.py) on a stub
-engine that counts a token per byte and refuses two-way reads over its budget as the plugin does:
-the work budget is refused before anything is fitted, a request without label reads fits
-nothing, the fitted reads are sent once, and a refusal for the one-step budget is fitted to
-the budget it taught and read again (plumbing only: what vLLM answers is tested live).
-Run: python3 -S -m unittest tests.unit.test_fit_reads
+"""Stdlib-only tests of the fit step (onepass/fit.py) on a stub engine that counts a token per
+byte: the split (first reads in request order, then every further read; the reads' Page shows
+the request's state, mode, techniques and images, nothing else), the work budget refused
+before anything is fitted, and a request without label reads fitting nothing (plumbing only:
+what vLLM answers is tested live).
+Run: python3 -S -m unittest tests.unit.test_fit
 """
 import unittest
 
-from onepass import config, fit, reads
+from onepass import config, fit, reads  # reads: nothing to read sends nothing
 from onepass.backend.probes import Facts
-from onepass.decision import NUMBER, TWO_WAY, Option, Question
+from onepass.decision import NUMBER, Page, Question
 from onepass.errors import InvalidRequest
 from onepass.kinds.base import Job
 from onepass.reader import Reader
@@ -23,6 +23,19 @@ JOB = Job((), PROFILE, SETTINGS, LABELS)
 
 def reader(budget=10 ** 9) -> Reader:
     return Reader(PROFILE, Facts(LABELS, 100_000, True, ""), StubEngine(budget))
+
+
+class TestSplit(unittest.TestCase):
+    def test_first_reads_in_order_then_the_parts_and_a_page_of_them(self):
+        """A number between two yes/no questions has no read; the reads' Page is the request's
+        state, mode, techniques and images with the read questions (no model, no calibration)."""
+        number = Question(NUMBER, "Which order?", ())
+        d = resolved(decision([NOUL_Q, number, NOUL_Q], "ticket"), PROFILE)
+        s = fit.split(d, JOB)
+        self.assertEqual((s.position, s.parts), ((0, None, 1), ((), (), ())))
+        self.assertEqual(s.reads, Page(d.state, (NOUL_Q, NOUL_Q), d.attention_mode, d.layout,
+                                       d.images))
+        self.assertEqual((s.own, s.fixed), (2, frozenset()))
 
 
 class TestFit(unittest.TestCase):
@@ -41,23 +54,6 @@ class TestFit(unittest.TestCase):
         s = fit.plan(resolved(decision([number], "ticket"), PROFILE), JOB, reader(), 10)
         self.assertEqual((s.reads.questions, s.fitted, s.results), ((), (), ()))
         self.assertEqual(reads.read(s, reader()), s)  # nothing to read: no engine call
-
-
-class TestReads(unittest.TestCase):
-    def test_the_fitted_reads_are_sent_once(self):
-        r = reader()
-        s = reads.read(fit.plan(resolved(decision([NOUL_Q], "ticket"), PROFILE), JOB, r, 10), r)
-        self.assertEqual((len(r.engine.calls), len(s.results)), (1, 1))
-
-    def test_a_one_step_refusal_is_fitted_to_the_budget_it_taught(self):
-        r = reader(budget=600)
-        d = resolved(decision([NOUL_Q], "ticket " * 300, attention_mode=TWO_WAY), PROFILE)
-        s = fit.plan(d, JOB, r, 10)
-        self.assertIsNone(s.known)  # nothing learnt yet: fitted to the context
-        s = reads.read(s, r)
-        self.assertEqual(len(r.engine.calls), 2)
-        self.assertLessEqual(len(s.fitted[0].prompt.encode()), 600)
-        self.assertEqual(len(s.results), 1)
 
 
 if __name__ == "__main__":
