@@ -4,13 +4,14 @@ import {$, el, state} from "./page.js";
 
 function options(a) {  // [[option, probability]] of an answer, in the response's order
   if (a.type === "noul") return [["yes", a.noul], ["no", 1 - a.noul]];
-  if (a.type === "choice") return Object.entries(a.probabilities);
   if (a.type === "score") {
     return Object.entries(a.probabilities).map(([k, p]) => {
       const level = a.legend && a.legend[k];
       return [`${k} ${typeof level === "string" ? level : JSON.stringify(level)}`, p, k];
     });
   }
+  // a choice, and any other kind that answers with {option: probability}
+  if (a.probabilities && typeof a.probabilities === "object") return Object.entries(a.probabilities);
   return [];
 }
 
@@ -37,17 +38,24 @@ function bars(a, raw) {
   return list;
 }
 
+const SUMMARY = {  // the built-in kinds' summary lines
+  noul: (a) => [`P(yes) ${a.noul.toFixed(3)}`],
+  choice: (a) => [`choice ${a.choice}`],
+  score: (a) => [`score ${a.score.toFixed(3)}`],
+  number: (a) => [`number ${a.number} (written "${a.text}")`],
+  box: (a) => [
+    a.box ? `box left ${a.box.left.toFixed(3)} top ${a.box.top.toFixed(3)} right ${a.box.right.toFixed(3)} bottom ${a.box.bottom.toFixed(3)}` : "no box",
+    ...(a.found === false ? ["not found (the box is the whole image)"] : []),
+    ...(typeof a.present === "number" ? [`present ${a.present.toFixed(3)}`] : [])],
+};
+
+function own(a) {  // another kind's answer: the field named for its type, as its schema has it
+  const v = a[a.type];
+  return v === undefined ? [] : [`${a.type} ${typeof v === "string" ? v : JSON.stringify(v)}`];
+}
+
 function summary(a) {
-  const parts = [];
-  if (a.type === "noul") parts.push(`P(yes) ${a.noul.toFixed(3)}`);
-  if (a.type === "choice") parts.push(`choice ${a.choice}`);
-  if (a.type === "score") parts.push(`score ${a.score.toFixed(3)}`);
-  if (a.type === "number") parts.push(`number ${a.number} (written "${a.text}")`);
-  if (a.type === "box") {
-    parts.push(a.box ? `box left ${a.box.left.toFixed(3)} top ${a.box.top.toFixed(3)} right ${a.box.right.toFixed(3)} bottom ${a.box.bottom.toFixed(3)}` : "no box");
-    if (a.found === false) parts.push("not found (the box is the whole image)");
-    if (typeof a.present === "number") parts.push(`present ${a.present.toFixed(3)}`);
-  }
+  const parts = (Object.hasOwn(SUMMARY, a.type) ? SUMMARY[a.type] : own)(a);
   if (typeof a.confidence === "number") parts.push(`confidence ${a.confidence.toFixed(3)}`);
   return parts.join(" · ");
 }

@@ -124,9 +124,27 @@ def test_unsafe_traceparent_and_ids_are_not_passed(stack):
     assert status == 200 and headers["x-request-id"].startswith("req_")
 
 
+def expect_under(stack, seconds: float, most: int = 60) -> float:
+    """Answer small decisions until the shim expects a decision admitted now to take under
+    `seconds` (its estimate, learned from the decisions before, such as the 192-read ones
+    above, is what admission holds a deadline against); the estimate reached."""
+    small = {"model": "jev-latest", "state": "Order 12 arrived broken.",
+             "questions": {"refund": {"type": "noul", "instructions": "Refund?"}}}
+    for _ in range(most):
+        expected = shim_metric(stack, "onepass_expected_answer_seconds")
+        if expected < seconds:
+            return expected
+        status, _, _ = stack.request("POST", "/v1/systemone", small)
+        assert status == 200
+    raise AssertionError(f"still {expected:.2f} s expected after {most} small decisions")
+
+
 def test_a_deadline_stops_the_work_and_answers_504(stack):
-    """x-envoy-expected-rq-timeout-ms: 1500 on the 192-read decision: a 504 in the API's
-    error shape soon after 1.5 s, vLLM running nothing soon after, and the access log's 504."""
+    """x-envoy-expected-rq-timeout-ms: 1500 on the 192-read decision, admitted (the shim's
+    estimate first brought under half the deadline; one past it is refused at once with a 529,
+    tests/unit/test_server.py): a 504 in the API's error shape soon after 1.5 s, vLLM running
+    nothing soon after, and the access log's 504."""
+    expect_under(stack, 0.75)
     t = time.monotonic()
     status, headers, doc = stack.request("POST", "/v1/systemone", BODY,
                                          {"x-envoy-expected-rq-timeout-ms": "1500"})

@@ -5,7 +5,8 @@
     Service built as shim.py builds it verifies their labels, warms them up and answers them
     on /v1/systemone, beside the built-in kinds, with nothing else changed; behind the real
     HTTP edge, the toy kinds are in /openapi.json (their schemas), counted under their own
-    type in /metrics, and offered by the try-it page (/try/info, which its form is built from);
+    type in /metrics, offered by the try-it page (/try/info, which its form is built from) and
+    answered there in a browser;
 (2) a request runs the steps marked in onepass/ (`# step: <name>`) in the order onepass.STEPS
     lists them (a line tracer records which marked lines run).
 The toy kinds are removed from the registry after their test."""
@@ -15,6 +16,7 @@ import threading
 import urllib.request
 
 import pytest
+from tests.support.browser import Watched, chromium, drawn, open_page, send
 from tests.support.paths import ROOT
 
 from onepass import STEPS, config, kinds
@@ -214,9 +216,36 @@ def test_a_toy_kind_is_in_openapi_metrics_and_the_try_page(edge):
 
     info = json.loads(get(edge, "/try/info"))
     assert info["authorized"] and info["kinds"]["mood"] is None and info["kinds"]["year"] is None
-    form = (ROOT / "onepass" / "tryit" / "form.js").read_text()
-    assert "fillSelect($(\"add-type\"), served.map" in form  # its type list: /try/info's kinds
 
+
+def test_a_toy_kind_is_answered_on_the_try_page(edge):
+    """The try-it page in a real browser (headless Chromium) offers the mood kind it heard of
+    from /try/info; a mood question added with the form is sent, and the page shows the API's
+    answer to that same body: `mood <its mood>` and a bar per mood at its probability."""
+    with chromium() as browser:
+        watched = Watched(browser)
+        try:
+            page = open_page(watched, edge)
+            assert "mood" in page.text_content("#status.ok")
+            page.select_option("#add-type", "mood")
+            page.click("#add")
+            sent, response = send(page)
+            assert response.status == 200
+            page.wait_for_selector("#result:not([hidden])")
+            body = json.loads(sent.post_data)
+            [qid] = [k for k, q in body["questions"].items() if q["type"] == "mood"]
+            api = json.loads(get(edge, "/v1/systemone", body))["answers"][qid]
+            bars = drawn(page)[qid]
+            assert list(bars) == list(MOODS)
+            for mood, p in api["probabilities"].items():
+                shown, text, width, _ = bars[mood]
+                assert shown == pytest.approx(p, abs=1e-9) and text == f"{p:.3f}"
+                assert width == pytest.approx(100 * p, abs=0.01)
+            summary = page.locator(f".answer[data-qid={qid}] .summary").text_content()
+            assert summary == f"mood {api['mood']}"
+            assert watched.problems == []
+        finally:
+            watched.close()
 
 def test_a_request_runs_the_steps_in_order(service):
     """Every marked step runs, first in the order STEPS lists them (a thought re-reads, so

@@ -13,7 +13,7 @@ import signal
 
 import pytest
 
-from tests.support.browser import Watched, chromium, screenshot
+from tests.support.browser import Watched, chromium, drawn, open_page, screenshot, send
 from tests.support.json_http import request
 from tests.support.live_stack import free_port, start_shim, wait_health
 from tests.support.live_bodies import UNTEMPERED
@@ -35,31 +35,6 @@ def watched(browser):
     w = Watched(browser)
     yield w
     w.close()
-
-
-def open_page(w, base, path="/"):
-    page = w.page
-    page.goto(base + path)
-    page.wait_for_selector("#status.ok, #status.warn", timeout=60_000)
-    return page
-
-
-def send(page):
-    """Click Send; the page's request (its body and headers) and the page's answer."""
-    with page.expect_response("**/v1/systemone") as answer:
-        page.click("#send")
-    response = answer.value
-    page.wait_for_selector("#send:not([disabled])")  # the page's CSP forbids eval'd waits
-    return response.request, response
-
-
-def drawn(page) -> dict:
-    """Each answer's bars as the page shows them: {qid: {option: (p, text, width %)}}."""
-    return page.evaluate("""() => Object.fromEntries([...document.querySelectorAll('.answer')]
-        .map(a => [a.dataset.qid, Object.fromEntries([...a.querySelectorAll('.bar')].map(b =>
-            [b.dataset.option, [Number(b.dataset.p), b.querySelector('.value').firstChild
-             .textContent, parseFloat(b.querySelector('.fill').style.width),
-             b.dataset.rawP === undefined ? null : Number(b.dataset.rawP)]]))]))""")
 
 
 def expected_bars(answer: dict) -> dict:

@@ -1,5 +1,6 @@
 """Headless Chromium for the live suite: Debian's chromium package (test.sh installs it) driven
-by playwright, which is told to use that binary and so downloads no browser of its own."""
+by playwright, which is told to use that binary and so downloads no browser of its own; and the
+try-it page's moves (open, send, the bars drawn) the live tests share."""
 import os
 import shutil
 from contextlib import contextmanager
@@ -49,3 +50,30 @@ def screenshot(page, tmp_path, name: str) -> None:
     if os.environ.get("ONEPASS_TRY_SCREENSHOTS"):
         page.screenshot(path=os.path.join(os.environ["ONEPASS_TRY_SCREENSHOTS"], name),
                         full_page=True)
+
+
+# -- the try-it page (onepass/tryit/) -------------------------------------------------------
+def open_page(w, base, path="/"):
+    """The page at base + path in the Watched context, once it has heard /try/info."""
+    page = w.page
+    page.goto(base + path)
+    page.wait_for_selector("#status.ok, #status.warn", timeout=60_000)
+    return page
+
+
+def send(page):
+    """Click Send; the page's request (its body and headers) and the page's answer."""
+    with page.expect_response("**/v1/systemone") as answer:
+        page.click("#send")
+    response = answer.value
+    page.wait_for_selector("#send:not([disabled])")  # the page's CSP forbids eval'd waits
+    return response.request, response
+
+
+def drawn(page) -> dict:
+    """Each answer's bars as the page shows them: {qid: {option: (p, text, width %)}}."""
+    return page.evaluate("""() => Object.fromEntries([...document.querySelectorAll('.answer')]
+        .map(a => [a.dataset.qid, Object.fromEntries([...a.querySelectorAll('.bar')].map(b =>
+            [b.dataset.option, [Number(b.dataset.p), b.querySelector('.value').firstChild
+             .textContent, parseFloat(b.querySelector('.fill').style.width),
+             b.dataset.rawP === undefined ? null : Number(b.dataset.rawP)]]))]))""")
