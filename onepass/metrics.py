@@ -54,6 +54,8 @@ class Metric:
         if read is None and FREE not in labels.values():
             self.start = {**labels, **(start or {})}
             self.fill()
+        # a label whose values a function gives may gain some: only then is fill run again
+        self.grows = self.start is not None and any(map(callable, self.start.values()))
 
     def fill(self) -> None:
         """Every start series that is not there yet, at 0 (the caller holds the lock, or the
@@ -76,7 +78,8 @@ class Metric:
 
     def current(self) -> dict:
         if self.read is None:
-            self.fill()
+            if self.grows:
+                self.fill()
             return self.series
         return {self.key(k if isinstance(k, tuple) else (k,)): v for k, v in self.read().items()}
 
@@ -148,7 +151,8 @@ class Histogram(Metric):
 
     def lines(self) -> list[str]:
         out = []
-        self.fill()
+        if self.grows:
+            self.fill()
         for key, (counts, total) in self.series.items():
             running = 0
             for bound, count in zip((*self.bounds, math.inf), counts):

@@ -87,6 +87,11 @@ def option_overrides(wide: dict, check: Checker) -> dict:
     return found
 
 
+def wide(body: dict) -> dict:
+    """The body's request-wide fields (WIDE), as sent: all of it that request() sees."""
+    return {k: body[k] for k in WIDE if k in body}
+
+
 def request(check: Checker, wide: dict, *, model, state, questions, images=(),
             meta=None) -> Request:
     """The Request, once the adapter has checked its own fields into `check`; `wide`: the

@@ -3,8 +3,8 @@ request together, held under one server-wide cap so that many hostile bodies at 
 take the process's memory (and the vLLM beside it) with them.
 
 Owns: the bytes held and who waits for room. A request claims what it may hold before its body
-is read (body_limits.claim), waiting while it does not fit (a small claim, such as a normal decision's,
-goes past a large one that waits), then resizes its hold to what it holds once that is known:
+is read (body_limits.claim), waiting while it does not fit (a small claim, such as a normal
+decision's, goes past a large one that waits), then resizes its hold to what it holds once that is known:
 smaller at once, larger after a wait in which it goes before every request that holds nothing
 (the room it lacks is kept from them: finishing, it frees its bytes), and when every request
 that holds bytes waits so, the one waiting longest goes ahead, past the budget, alone until it

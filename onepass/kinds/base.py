@@ -11,6 +11,7 @@ API adapters in api/): they ask the registry (kinds/__init__.py) for a kind by n
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple, Protocol
 
@@ -183,6 +184,11 @@ def generation_refusal(kind: str, structured: str) -> str | None:
 
 def best(probs) -> int:
     return max(range(len(probs)), key=probs.__getitem__)
+
+
+def logistic(z: float) -> float:
+    """1 / (1 + e^-z), written so that neither sign of z overflows."""
+    return 1.0 / (1.0 + math.exp(-z)) if z >= 0 else math.exp(z) / (1.0 + math.exp(z))
 
 
 def listed_lines(q: Question, lists, heading: str, what: str, text_of) -> list[str]:

@@ -2,15 +2,17 @@
 `present` tempered.
 
 Owns: the map a vision profile's `vision.box.confidence` holds (one {a, b[, feature]} for every
-mode, or one per MAPPED mode) and its check, the number each map reads (map_input), the
-logistic itself, which of two boxes a hybrid question answers, and `present` with the profile's
-present temperature and bias (tempered).
+mode, or one per MAPPED mode) and its check, the number each map reads (map_input), the map
+applied (confidence: base.logistic of a x + b), which of two boxes a hybrid question answers,
+and `present` with the profile's present temperature and bias (tempered).
 Never: reads or generates (kinds/box.py plans and combines), fits a map
 (bench/fit/fit_box_calibration.py does, on the box scenes' fit half).
 """
 from __future__ import annotations
 
 import math
+
+from .base import logistic
 
 # The modes that make a box, each with its own confidence feature: the generation's digit
 # tokens' mean log-prob, the edge reads' mean top-band log-prob. The two are on different
@@ -62,7 +64,7 @@ def confidence(x, settings: dict) -> float:
     if x is None:
         return 0.0
     z = settings["a"] * x + settings["b"]
-    return 1.0 / (1.0 + math.exp(-z)) if z >= 0 else math.exp(z) / (1.0 + math.exp(z))
+    return logistic(z)
 
 
 def hybrid(generated: float | None, edges: float | None) -> str:
@@ -87,4 +89,4 @@ def tempered(p_yes: float, temperature: float, bias: float = 0.0) -> float:
     if p_yes <= 0.0 or p_yes >= 1.0 or (temperature == 1.0 and bias == 0.0):
         return p_yes
     z = math.log(p_yes / (1.0 - p_yes)) / temperature + bias
-    return 1.0 / (1.0 + math.exp(-z)) if z >= 0 else math.exp(z) / (1.0 + math.exp(z))
+    return logistic(z)

@@ -17,7 +17,8 @@ from typing import NamedTuple
 
 from ..decision import NUMBER, Answer, Question
 from .adapters import SystemOne
-from .base import Generation, Kind, Limit, Listing, Plan, Probe, generation_refusal
+from .base import (Generation, Kind, Limit, Listing, Plan, Probe, generation_refusal,
+                   logistic)
 from .schema import PROBABILITY, TEXT, const, obj
 
 # A plain decimal: an optional minus, an integer of at most 12 digits without leading zeros, an
@@ -143,7 +144,7 @@ def confidence(tokens, fit: dict | None) -> float:
     if fit is None:
         return math.exp(mean)
     z = fit["a"] * mean + fit["b"]
-    return 1.0 / (1.0 + math.exp(-z)) if z >= 0 else math.exp(z) / (1.0 + math.exp(z))
+    return logistic(z)
 
 
 def answer(text: str, tokens, cut: bool, fit: dict | None) -> Answer:

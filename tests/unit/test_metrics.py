@@ -57,6 +57,19 @@ class TestRendering(unittest.TestCase):
         self.assertEqual(lines, ['z_total{type="a"} 0', f'z_total{{type="{OTHER}"}} 1',
                                  'z_total{type="b"} 1', 'z_total{type="c"} 0'])
 
+    def test_a_scrape_fills_again_only_labels_a_function_gives(self):
+        """Fixed label values are filled once, when the metric is made; a scrape walks the
+        start series again only for a metric whose values a function gives."""
+        r = Registry()
+        fixed = r.counter("f_total", "f", {"route": ("/x", "/y"), "status": (200, 404)})
+        timed = r.histogram("t_seconds", "t", (1,), {"class": ("2xx",)})
+        grown = r.counter("g_total", "g", {"type": lambda: ("a",)})
+        walked = []
+        for m in (fixed, timed, grown):
+            m.fill = lambda m=m: walked.append(m.name)
+        r.render()
+        self.assertEqual(walked, ["g_total"])
+
     def test_histogram_buckets_cumulative_inf_sum_count(self):
         r = Registry()
         h = r.histogram("d_seconds", "d", (0.1, 1, 10), {"route": ("/a",)})

@@ -93,6 +93,13 @@ class TestHelpers(unittest.TestCase):
         self.assertEqual(base.best([0.1, 0.5, 0.4]), 1)
         self.assertEqual(base.best([0.4, 0.2, 0.4]), 0)
 
+    def test_logistic_at_both_ends(self):
+        """logistic: 1/2 at 0, symmetric, and no overflow however far z goes either way."""
+        self.assertEqual(base.logistic(0.0), 0.5)
+        self.assertAlmostEqual(base.logistic(2.0) + base.logistic(-2.0), 1.0, places=15)
+        self.assertEqual(base.logistic(1000.0), 1.0)
+        self.assertEqual(base.logistic(-1000.0), 0.0)
+
     def test_listed_lines_without_instructions(self):
         """listed_lines: no question line without instructions; each listing under its heading."""
         q = Question("bare", None, Q.options)
