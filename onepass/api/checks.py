@@ -16,7 +16,9 @@ from ..kinds.base import MAX_LEVELS, MAX_OPTIONS, MIN_LEVELS, MIN_OPTIONS  # noq
 from . import Request
 
 OPTION_KEYS = ("layout", "calibration")
-WIDE = ("attention_mode", "kwargs")  # request-wide fields both APIs share, read by request()
+# request-wide fields both APIs share, read by request(): each adapter hands it a new dict of
+# them built in place, not the body (a call given the body would carry the request another stop)
+WIDE = ("attention_mode", "kwargs")
 
 
 MAX_PROBLEMS = 100  # problems listed in one refusal; a last entry counts the rest
@@ -85,11 +87,6 @@ def option_overrides(wide: dict, check: Checker) -> dict:
         elif value:
             found[key] = value
     return found
-
-
-def wide(body: dict) -> dict:
-    """The body's request-wide fields (WIDE), as sent: all of it that request() sees."""
-    return {k: body[k] for k in WIDE if k in body}
 
 
 def request(check: Checker, wide: dict, *, model, state, questions, images=(),

@@ -19,7 +19,7 @@ from ..errors import (AuthInvalid, AuthMissing, InvalidRequest, ModelNotFound, O
 from ..images.inputs import Collector
 from .effort import extensions
 from . import Limits, Request
-from .checks import Checker, request, wide
+from .checks import WIDE, Checker, request
 from .openai_input import QUESTION_PARTS, content_text, state as input_state
 
 
@@ -63,7 +63,7 @@ def parse(body, files: dict | None, limits: Limits) -> Request:
                 names.append(name)
                 values.append(typed)
                 questions.append(question)
-    return request(check, wide(body), model=model, state=state,
+    return request(check, {k: body[k] for k in WIDE if k in body}, model=model, state=state,
                    questions=questions, images=images.sources,
                    meta=Meta(tuple(names), tuple(values)))
 

@@ -15,7 +15,7 @@ from ..errors import InvalidRequest, OnepassError, Problem
 from ..images.inputs import Collector, check_expansion, replace_placeholders
 from .effort import extensions
 from . import Limits, Request
-from .checks import Checker, request, wide
+from .checks import WIDE, Checker, request
 
 QUESTION_TEXTS = ("instructions", "criteria")  # where images and placeholders may stand
 
@@ -64,7 +64,7 @@ def parse(body, files: dict | None, limits: Limits) -> Request:
                                                  ("questions", qid, q.kind), check)
     meta = Meta(tuple(ids), tuple(kinds.get(q.kind).systemone.legend(body["questions"][qid])
                                   for qid, q in zip(ids, questions)))
-    return request(check, wide(body), model=model,
+    return request(check, {k: body[k] for k in WIDE if k in body}, model=model,
                    state=replace_placeholders(state, labels), questions=questions,
                    images=collector.sources, meta=meta)
 

@@ -11,7 +11,7 @@ import time
 import unittest
 
 from onepass.api import Limits, decisions, systemone
-from onepass.api.checks import MAX_PROBLEMS, wide
+from onepass.api.checks import MAX_PROBLEMS
 from onepass.errors import InvalidRequest
 
 LIMITS = Limits(max_choice_options=255, max_questions=400)
@@ -53,16 +53,6 @@ def seconds(api, body) -> float:
         return time.perf_counter() - started
     finally:
         gc.enable()
-
-
-class TestWide(unittest.TestCase):
-    def test_only_the_request_wide_fields_as_sent(self):
-        """wide: attention_mode and kwargs when the body has them, nothing else of it."""
-        body = {"model": "m", "state": "s", "questions": {}, "attention_mode": "causal",
-                "kwargs": {"layout": None}}
-        self.assertEqual(wide(body), {"attention_mode": "causal", "kwargs": {"layout": None}})
-        self.assertEqual(wide({"model": "m", "kwargs": 3}), {"kwargs": 3})
-        self.assertEqual(wide({"model": "m"}), {})
 
 
 class TestValidationCost(unittest.TestCase):
