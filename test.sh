@@ -9,13 +9,22 @@
 # (vLLM's Triton attention kernels under Triton's interpreter, no server), tests/live/ and
 # card_tests/ (the docs held to the code and the live server), one pytest session sharing the
 # fixtures in conftest.py (needs the venv; its order is conftest's, not the file names').
+# ONEPASS_TEST_CPU=avx2 runs the suite as a CPU without AVX-512 would (docs/testing.md): PyTorch's
+# AVX2 dispatch (ATEN_CPU_CAPABILITY=avx2) and fp32, the dtype serve.sh ships on such a CPU.
 set -euo pipefail
+case "${ONEPASS_TEST_CPU:-}" in
+  "") ;;
+  avx2) export ATEN_CPU_CAPABILITY=avx2 ONEPASS_DTYPE=float32 ;;
+  *) echo "test.sh: error: ONEPASS_TEST_CPU must be avx2 or unset, not ${ONEPASS_TEST_CPU}" >&2
+     exit 2 ;;
+esac
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cd "$ROOT"
 PY="${ONEPASS_VENV:-$ROOT/.venv}/bin/python"
 STDLIB=(-m unittest discover --start-directory . --top-level-directory . --pattern "test_*.py")
 LIVE=(tests/kernels tests/live card_tests)
-echo "test.sh: setup"
+echo "test.sh: setup${ONEPASS_TEST_CPU:+ (as a CPU with ${ONEPASS_TEST_CPU} only:}" \
+  "${ONEPASS_TEST_CPU:+ATEN_CPU_CAPABILITY=$ATEN_CPU_CAPABILITY ONEPASS_DTYPE=$ONEPASS_DTYPE)}"
 ONEPASS_DEVICE=cpu ONEPASS_TEST_DEPS=1 bash serve.sh --setup-only
 # need CMD PACKAGE USER: Debian's PACKAGE installed when CMD is missing, if we are root with
 # apt-get; otherwise the setup stops here saying so.

@@ -131,8 +131,11 @@ def serve_stack(log_dir, env_extra=None):
 
 
 def shipped_dtype() -> str:
-    """The dtype serve.sh serves in on this CPU (tools/serve/cpu_dtype.py's choice)."""
-    out = subprocess.run([sys.executable, str(ROOT / "tools" / "serve" / "cpu_dtype.py"), "auto"],
+    """The dtype serve.sh serves in on this CPU (tools/serve/cpu_dtype.py's choice, or
+    ONEPASS_DTYPE's, as serve.sh reads it: test.sh's ONEPASS_TEST_CPU=avx2 sets it)."""
+    requested = os.environ.get("ONEPASS_DTYPE") or "auto"
+    out = subprocess.run([sys.executable, str(ROOT / "tools" / "serve" / "cpu_dtype.py"),
+                          requested],
                          capture_output=True, text=True, check=True).stdout.split("\n")
     return out[0].strip()
 
