@@ -187,11 +187,12 @@ def scan(data: bytes, limits) -> Shape:
     """The shape of a JSON text, refused past `limits.values` values (413), `limits.depth`
     levels (422) or a string longer than `limits.string_bytes` (413). A text that is not JSON
     gets a shape too; json.loads refuses it next."""
-    longest = long_string(data, limits.string_bytes)
+    longest, at = long_string(data, limits.string_bytes)
     if longest:
-        raise PayloadTooLarge(f"the JSON holds a string of at least {longest} bytes; this server "
-                              f"reads strings of at most {limits.string_bytes} bytes (a state, "
-                              "the longest field, is refused past that size)")
+        raise PayloadTooLarge(f"the JSON holds {string_named(data, at)} of at least {longest} "
+                              f"bytes; this server reads strings of at most "
+                              f"{limits.string_bytes} bytes ({limits.longest_field}, the "
+                              "longest field it takes)")
     opens = data.count(b"[") + data.count(b"{")
     commas = data.count(b",")
     depth = opens  # nesting cannot exceed the opening brackets, in strings or not
@@ -214,13 +215,14 @@ def scan(data: bytes, limits) -> Shape:
     return Shape(opens + commas + 1, depth, width, b"\\u" in data)
 
 
-def long_string(data: bytes, limit: int) -> int:
-    """At least how many UTF-8 bytes a string of the text holds when that is over `limit`, else
-    0; found without parsing, so a body whose one string no field can take is refused before
-    json.loads builds it (a 12 MiB string with one emoji: 48 MiB of characters, twice). A string
-    longer than `limit` spans a multiple of `limit`: look for a quote on each side of each."""
+def long_string(data: bytes, limit: int) -> tuple[int, int]:
+    """(at least how many UTF-8 bytes a string of the text holds when that is over `limit`,
+    where its opening quote is), else (0, -1); found without parsing, so a body whose one
+    string no field can take is refused before json.loads builds it (a 12 MiB string with one
+    emoji: 48 MiB of characters, twice). A string longer than `limit` spans a multiple of
+    `limit`: look for a quote on each side of each."""
     if limit <= 0 or len(data) <= limit:
-        return 0
+        return 0, -1
     for point in range(limit, len(data), limit):
         start, end = data.rfind(b'"', 0, point), data.find(b'"', point)
         if start < 0 or end < 0 or end - start - 1 <= limit:
@@ -235,8 +237,25 @@ def long_string(data: bytes, limit: int) -> int:
         # an escape (a backslash) stands for at least one byte in at most six: \uXXXX
         least = end - start - 1 - 5 * data.count(b"\\", start + 1, end)
         if least > limit:
-            return least
-    return 0
+            return least, start
+    return 0, -1
+
+
+IMAGE_KEYS = (b'"data_base64"', b'"image_url"', b'"url"')  # the keys images come in
+
+
+def string_named(data: bytes, quote: int) -> str:
+    """What the string opening at `quote` is, as a refusal names it: an image (a data URL, or
+    the value of a key images come in), the state, or a string."""
+    if data.startswith(b'"data:', quote):
+        return "an image"
+    key = data[max(0, quote - 64):quote].rstrip(b" \t\r\n")
+    if not key.endswith(b":"):
+        return "a string"
+    key = key[:-1].rstrip(b" \t\r\n")
+    if key.endswith(b'"state"'):
+        return "a state"
+    return "an image" if key.endswith(IMAGE_KEYS) else "a string"
 
 
 def _outside_strings(data: bytes, limits) -> bytes:

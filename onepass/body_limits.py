@@ -37,6 +37,12 @@ class Limits:
     string_bytes: int = sys.maxsize  # the longest string any field takes (a state, an image)
 
     @property
+    def longest_field(self) -> str:
+        """The field `string_bytes` is set for, as a refusal names it."""
+        return ("an image, as base64 in a data URL" if self.string_bytes > MAX_STATE_BYTES
+                else "a state")
+
+    @property
     def decoded(self) -> int:
         return self.decoded_bytes + self.image_bytes
 

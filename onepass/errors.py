@@ -167,6 +167,13 @@ class EngineFailed(OnepassError):
     error_type = "engine_error"
 
 
+class EngineRefused(EngineFailed):
+    """vLLM refused a call with a 4xx of its own (not one the shim reads as a request's fault):
+    what the call asked for is not served by this engine's configuration. At start-up it turns
+    an optional capability off (backend/probes.py); under a request it is a 502 like any
+    engine failure."""
+
+
 class DeadlineExceeded(OnepassError):
     """The decision did not finish by its deadline (the server's --request-timeout-s or the
     request's x-envoy-expected-rq-timeout-ms): its work stopped; a retry may be sent."""

@@ -65,10 +65,10 @@ def options(overrides: dict, profile, facts):
         raise InvalidRequest([Problem(("kwargs", "layout"), _said(e), "value_error")]) \
             from None
     if layout is not None and layout.option_sets and not facts.sets:
-        raise BadRequest("option_sets (a choice's options read as a set) needs the onepass "
-                         "engine plugin, and this server's vLLM does not run it; send the "
-                         "request without it, or start vLLM with the plugin (serve.sh "
-                         "does by default)")
+        raise BadRequest("option_sets (a choice's options read as a set) is off on this "
+                         "server: its vLLM did not pass the start-up probe of set reads (they "
+                         "need the onepass engine plugin, on vLLM's V1 model runner; the "
+                         "shim's log says why); send the request without it")
     try:
         if "calibration" in overrides:
             given = dict(overrides["calibration"])
@@ -89,9 +89,10 @@ def options(overrides: dict, profile, facts):
 def mode(requested: str | None, profile, facts) -> str:
     chosen = requested or profile.attention_mode
     if chosen == TWO_WAY and not facts.two_way:
-        raise BadRequest("two-way (bidirectional) reading needs the onepass engine plugin, "
-                         "and this server's vLLM does not run it; ask for attention_mode "
-                         "causal, or start vLLM with the plugin (serve.sh does by default)")
+        raise BadRequest("two-way (bidirectional) reading is off on this server: its vLLM "
+                         "did not pass the start-up probes of two-way reads (they need the "
+                         "onepass engine plugin; the shim's log says why); ask for "
+                         "attention_mode causal")
     return chosen
 
 

@@ -36,6 +36,7 @@ from .pipeline import Pipeline
 log = logging.getLogger("onepass")
 WARMING, READY, FAILED = "warming", "ready", "failed"
 WARM_UP_AT_ONCE = 4  # warm-up requests in flight together (docs/production.md, health)
+WAIT_CEILING_S = 30.0  # the longest pause between start-up checks vLLM did not answer
 # HEAD is answered wherever GET is (RFC 9110 9.3.2): the GET's status and headers, no body
 # (the connection loop leaves it out).
 ROUTES = {"/health": ("GET", "HEAD"), "/v1/models": ("GET", "HEAD"), "/v1/systemone": ("POST",),
@@ -75,19 +76,22 @@ class Service:
         telemetry.watch(self)  # the in-flight and phase gauges read it at scrape time
 
     # -- readiness --------------------------------------------------------------------
-    def warm_up(self, poll_s: float = 1.0) -> None:
-        """Guard, then every question type through the full path; only then ready."""
+    def warm_up(self, poll_s: float = 1.0, ceiling_s: float = WAIT_CEILING_S) -> None:
+        """Guard, then every question type through the full path; only then ready. Until vLLM
+        answers /v1/models it is polled every `poll_s` (one call a poll); a start-up check that
+        vLLM then drops or does not answer is tried again after a pause that doubles from
+        `poll_s` to `ceiling_s`, so a half-working engine gets a few checks a minute."""
+        pause = poll_s
         while self.pipeline is None:
             down = self.engine.waiting()  # a quiet poll: vLLM starting is no engine error
             if down:
-                self.reason = f"waiting for vLLM: {down}"
-                time.sleep(poll_s)
+                self._wait(down, poll_s)
                 continue
             try:
                 facts = probes.learn(self.engine, self.settings, self.root)
             except EngineUnavailable as e:  # not up yet: keep waiting, /health says why
-                self.reason = f"waiting for vLLM: {e.message}"
-                time.sleep(poll_s)
+                self._wait(f"the start-up checks, which it did not answer ({e.message})", pause)
+                pause = min(2 * pause, ceiling_s)
                 continue
             except (OnepassError, probes.GuardFailed, OSError, ValueError, KeyError) as e:
                 return self._fail(f"start-up check failed: {getattr(e, 'message', e)}")
@@ -133,6 +137,10 @@ class Service:
         expected time to answer)."""
         with self.pace.timed():
             return self.pipeline.decide(adapter, json.dumps(doc).encode(), {})
+
+    def _wait(self, why: str, pause: float) -> None:
+        self.reason = f"waiting for vLLM: {why}; next try in {pause:g} s"
+        time.sleep(pause)
 
     def _fail(self, reason: str) -> None:
         self.phase, self.reason = FAILED, reason

@@ -16,6 +16,9 @@
 #                  the same request answered the same beside others
 #   7 determinism  bench/measure/determinism.py --requests 20
 #   8 speed        bench/measure/latency.py --n 20, throughput.py --clients 1,4,16
+#   9 listing stack serve.sh on the GPU with a profile that reads listings (ONEPASS_LISTING_PROFILE,
+#                  default the embedded gemma-3-270m): vLLM on CUDA's default V2 runner, where the
+#                  plugin refuses set reads; it must get ready, its log saying option sets are off
 # `bash bench/gpu/gpu_check.sh --plan` prints the steps' commands and runs nothing.
 # Results in $OUT (default ./gpu_check_out): a log per step, gpu_checks.json,
 # stack_checks.json, summary.tsv. Exit 0 when every step passed.
@@ -86,9 +89,12 @@ sys.exit("onepass_two_way" not in {e.name for e in m.entry_points(group="vllm.ge
       "$PY" "$ROOT/bench/gpu/gpu_checks.py" "$scratch/model" "$OUT"
 }
 
-start_stack() {  # serve.sh on the GPU until its ready line (10 minutes at most)
+start_stack() {  # start_stack [PROFILE]: serve.sh on the GPU until its ready line (10 minutes
+  # at most), with PROFILE (default ONEPASS_PROFILE's, else the default profile)
+  [ -n "${1:-}" ] && export ONEPASS_PROFILE=$1
   ONEPASS_DEVICE=gpu ONEPASS_PORT=$PORT ONEPASS_VLLM_PORT=$VLLM_PORT \
-    ONEPASS_LOG_DIR="$OUT/stack-logs" setsid bash "$ROOT/serve.sh" > "$OUT/serve.out" 2>&1 &
+    ONEPASS_LOG_DIR="$OUT/stack-logs${1:+-$1}" setsid bash "$ROOT/serve.sh" \
+    > "$OUT/serve.out" 2>&1 &
   STACK_PID=$!
   local waited=0
   until grep -q '^onepass ready:' "$OUT/serve.out"; do
@@ -105,6 +111,12 @@ stop_stack() {
   STACK_PID=""
 }
 trap stop_stack EXIT
+
+listing_stack() {  # listing_stack PROFILE: ready on V2, option sets off and said so
+  stop_stack
+  start_stack "$1" &&
+    grep -rh "option sets (layout option_sets) off on this server" "$OUT/stack-logs-$1"
+}
 
 speed() {
   "$PY" "$ROOT/bench/measure/latency.py" --shim "$URL" --vllm "http://127.0.0.1:$VLLM_PORT" \
@@ -123,9 +135,10 @@ if step install install; then
   else
     for s in stack-checks determinism speed; do skip "$s" "the stack did not start"; done
   fi
+  step listing-stack listing_stack "${ONEPASS_LISTING_PROFILE:-gemma-3-270m}"
   stop_stack
 else
-  for s in dry-run plugin kernels stack stack-checks determinism speed; do
+  for s in dry-run plugin kernels stack stack-checks determinism speed listing-stack; do
     skip "$s" "install failed"
   done
 fi

@@ -4,7 +4,7 @@ Owns: the hooks on the front end (InputProcessor.process_inputs), the scheduler
 (Scheduler._mamba_block_aligned_split, Scheduler._reserve_prefill_lookahead) and the prefix cache
 (KVCacheCoordinator.cache_blocks).
 Never: changes anything for a request without the flag; every wrapper returns the original's
-result for those.
+result for those. Which flagged requests are refused, and with what, is rules.py's.
 
 Why each rule: vLLM assumes causal attention when it chunks a prefill or shares cached blocks
 (it turns both off globally for non-causal models). A two-way row sees tokens after it, so a
@@ -14,11 +14,10 @@ single token the decision needs (a second step would decode against a two-way ca
 """
 from __future__ import annotations
 
-import json
-
 from vllm.exceptions import VLLMValidationError
 from vllm.sampling_params import SamplingParams
 
+from . import rules
 from .flags import MODE_KEY, SETS_KEY, is_two_way, requested_spans, requested_two_way
 
 
@@ -27,14 +26,6 @@ def one_step_budget(scheduler_config) -> int:
     budget = scheduler_config.max_num_batched_tokens
     threshold = scheduler_config.long_prefill_token_threshold
     return min(budget, threshold) if threshold > 0 else budget
-
-
-def over_budget(budget: int, num_tokens: int) -> str:
-    """The typed refusal of a two-way prompt over the one-step budget: a JSON object in the
-    error's `param` (the one structured field vLLM's error body carries through), naming the
-    refusal and both counts in tokens. The shim reads it (onepass/backend/engine.py)."""
-    return json.dumps({"onepass_error": "two_way_budget", "budget_tokens": budget,
-                       "prompt_tokens": num_tokens}, separators=(",", ":"))
 
 
 def wrap_process_inputs(original):
@@ -51,34 +42,19 @@ def wrap_process_inputs(original):
             raise VLLMValidationError(str(e), parameter=f"vllm_xargs.{SETS_KEY}") from None
         if not two_way and not spans:
             return original(self, request_id, prompt, params, *args, **kwargs)
-        what = "a two-way (bidirectional)" if two_way else "a set"
-        if spans and self.vllm_config.use_v2_model_runner:
-            raise VLLMValidationError("set reads run in vLLM's V1 model runner only; start vLLM "
-                                      "with VLLM_USE_V2_MODEL_RUNNER=0",
-                                      parameter=f"vllm_xargs.{SETS_KEY}")
-        if params.min_tokens > 1:
-            raise VLLMValidationError(f"{what} request returns exactly one token; "
-                                      "min_tokens must be 0 or 1", parameter="min_tokens")
+        refused = rules.before_processing(two_way, spans, self.vllm_config.use_v2_model_runner,
+                                          params.min_tokens)
+        if refused:
+            raise VLLMValidationError(refused[0], parameter=refused[1])
         request = original(self, request_id, prompt, params, *args, **kwargs)
         num_tokens = (len(request.prompt_token_ids) if request.prompt_token_ids is not None
                       else len(request.prompt_embeds))
-        if spans and spans[-1][1] >= num_tokens:
-            raise VLLMValidationError(f"vllm_xargs.{SETS_KEY}: the spans must end before the "
-                                      f"prompt's last token ({num_tokens} tokens)",
-                                      parameter=f"vllm_xargs.{SETS_KEY}")
-        # Two-way: the whole prompt in one step; a set read: its spans and what follows them
-        # (the prefix before them is causal and may come in earlier steps or from the cache).
-        whole = num_tokens if two_way else num_tokens - spans[0][0]
-        budget = one_step_budget(self.vllm_config.scheduler_config)
-        if whole > budget:
-            # The message is for people; clients read the refusal from `param`, which vLLM
-            # passes through to the HTTP error body (error.param) as written.
-            raise VLLMValidationError(
-                f"{what} request is prefilled in one step from "
-                f"{'its start' if two_way else 'its first span'}, {whole} tokens here, more "
-                f"than this server's one-step budget of {budget} (--max-num-batched-tokens); "
-                f"shorten the prompt or raise the budget",
-                parameter=over_budget(budget, whole))
+        # The message is for people; clients read a budget refusal from `param`, which vLLM
+        # passes through to the HTTP error body (error.param) as written.
+        refused = rules.after_processing(two_way, spans, num_tokens,
+                                         one_step_budget(self.vllm_config.scheduler_config))
+        if refused:
+            raise VLLMValidationError(refused[0], parameter=refused[1])
         request.sampling_params.max_tokens = 1
         if two_way:
             request.sampling_params.skip_reading_prefix_cache = True

@@ -3,8 +3,9 @@
 Owns: HTTP to vLLM (/v1/completions; /v1/chat/completions for reads with images, sent as data
 URLs in image parts where the user turn has its image slots; /tokenize, /tokenizer_info,
 /v1/models), timeouts, the connection pool, turning vLLM failures into EngineUnavailable (503),
-EngineFailed (502) or a capacity 422, and counting reads and failures by kind at this boundary
-(telemetry; the start-up wait for vLLM to come up is not a failure).
+EngineFailed (502; EngineRefused for vLLM's own 4xx) or a capacity 422, and counting reads and
+failures by kind at this boundary (telemetry; the start-up wait for vLLM to come up is not a
+failure).
 Never: builds prompts or interprets probabilities beyond picking the label log-probs.
 In: Reads. Out: ReadResults, in the same order.
 """
@@ -24,7 +25,8 @@ from concurrent.futures import ThreadPoolExecutor
 from .. import inflight, telemetry
 from . import refusals, set_read, wire
 from ..decision import TWO_WAY, Read, ReadResult
-from ..errors import EngineFailed, EngineUnavailable, InvalidRequest, OverBudget, Problem
+from ..errors import (EngineFailed, EngineRefused, EngineUnavailable, InvalidRequest, OverBudget,
+                      Problem)
 
 MAX_LOGPROB_TOKEN_IDS = 128  # vLLM 0.32's cap on logprob_token_ids per request
 IDLE_KEEPALIVE_S = 4.0  # uvicorn (vLLM) closes idle keep-alive connections after 5 s
@@ -137,7 +139,8 @@ class Engine:
         if status == 400 and refusals.too_long(message):
             telemetry.engine_error("context_length")
             raise InvalidRequest(too_long)
-        kind = EngineUnavailable if status in (503, 529) else EngineFailed
+        kind = (EngineUnavailable if status in (503, 529) else
+                EngineRefused if 400 <= status < 500 else EngineFailed)
         telemetry.engine_error("unavailable" if kind is EngineUnavailable else "failed")
         raise kind(f"vLLM answered {path} with HTTP {status}: {message}")
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from .. import kinds
 from ..decision import CAUSAL, CHOICE, NOUL, TWO_WAY, Decision, Option, Question
-from . import added_tokens, set_probe
+from . import added_tokens, capabilities, set_probe
 from .engine import Engine
 from .generation import structured_engine
 from ..prompt import neutral
@@ -195,28 +195,41 @@ def probe_reads(profile: Profile, labels: LabelSet, probe: dict):
 
 
 def two_way_live(engine: Engine, profile: Profile, labels: LabelSet) -> bool:
-    """True when every probe reads differently two-way (the plugin is live), False when none
-    does (stock vLLM ignores the flag). Raises GuardFailed on a mixed result, on a reference
-    answer further than REFERENCE_TOLERANCE, or when the profile needs two-way and it is off."""
+    """True when every probe reads differently two-way (the plugin is live) and each reference
+    answer is met within REFERENCE_TOLERANCE; otherwise two-way reading is off (stock vLLM
+    ignores the flag; an engine that refuses it, reads only some probes two-way or misses a
+    reference), and GuardFailed only when the profile reads two-way by default."""
+    why = two_way_problem(engine, profile, labels)
+    if why:
+        problem = capabilities.off("two-way reading", why, profile.attention_mode == TWO_WAY)
+        if problem:
+            raise GuardFailed(problem)
+    return not why
+
+
+def two_way_problem(engine: Engine, profile: Profile, labels: LabelSet) -> str:
+    """Why two-way reading is not live on this engine for this profile ("" when it is)."""
+    if not profile.two_way_probes:
+        return "the profile has no two-way probes to prove it with"
     shifted = []
     for probe in profile.two_way_probes:
-        one_way, two_way = engine.map(engine.read, probe_reads(profile, labels, probe))
+        try:
+            one_way, two_way = engine.map(engine.read, probe_reads(profile, labels, probe))
+        except capabilities.REFUSED as e:
+            return f"vLLM refused the probe's two-way read: {e.message}"
         shift = max(abs(a - b) for a, b in zip(one_way.label_logprobs, two_way.label_logprobs))
         shifted.append(shift > TWO_WAY_MIN_SHIFT)
         if shifted[-1] and probe["reference"] is not None:
             got = label_distribution(two_way.label_logprobs)  # uncalibrated, like the reference
             if max(abs(g - r) for g, r in zip(got, probe["reference"])) > REFERENCE_TOLERANCE:
-                raise GuardFailed(f"two-way probe {probe['question']!r} read {got}, the profile's "
-                                  f"reference is {probe['reference']} (tolerance "
-                                  f"{REFERENCE_TOLERANCE})")
-    live = bool(shifted) and all(shifted)
-    if any(shifted) and not live:
-        raise GuardFailed(f"two-way reading changed only {sum(shifted)} of {len(shifted)} probes")
-    if profile.attention_mode == TWO_WAY and not live:
-        raise GuardFailed("this profile reads two-way by default, but vLLM answers two-way "
-                          "probes exactly like one-way ones: the onepass engine plugin is not "
-                          "loaded (see serve.sh and engine/)")
-    return live
+                return (f"two-way probe {probe['question']!r} read {got}, the profile's "
+                        f"reference is {probe['reference']} (tolerance {REFERENCE_TOLERANCE})")
+    if not any(shifted):
+        return ("vLLM answers two-way probes exactly like one-way ones: the onepass engine "
+                "plugin is not loaded (see serve.sh and engine/)")
+    if not all(shifted):
+        return f"two-way reading changed only {sum(shifted)} of {len(shifted)} probes"
+    return ""
 
 
 HALF_GRID = 2.0 ** -11  # bf16 and fp16 logits of magnitude >= 0.5 are multiples of this
@@ -245,7 +258,8 @@ def check_full_precision(engine: Engine, profile: Profile, labels: LabelSet) -> 
     colours = ("red", "green", "blue", "black", "white")[:max(2, len(labels.choice))]
     options = tuple(Option(k, None) for k in colours)  # no more than the server has labels for
     question = Question(CHOICE, "Which colour fits the record best?", options)
-    reads = [layout(Decision("probe", state, (question,)), profile, labels)[0]
+    listing = replace(profile.layout, option_sets=False)  # the head's dtype, not a set read
+    reads = [layout(Decision("probe", state, (question,), layout=listing), profile, labels)[0]
              for state in PRECISION_PROBES]
     results = engine.map(engine.read, reads)
     if all(on_half_grid(r.label_logprobs) for r in results):

@@ -11,7 +11,7 @@ import json
 # vLLM's own context-length refusals carry no machine code, so they are known by their words.
 CONTEXT_MARKERS = ("maximum context length", "maximum model length", "too many tokens")
 # The engine plugin's refusals are typed: the error's `param` is a JSON object with this key
-# naming the refusal (engine/onepass_engine/admission.py writes it).
+# naming the refusal (engine/onepass_engine/rules.py writes it).
 PLUGIN_ERROR_KEY, OVER_BUDGET = "onepass_error", "two_way_budget"
 
 

@@ -4,19 +4,20 @@ engine plugin's set read, checked through the engine itself.
 Owns: the probe (a choice of four options laid out as a request would be, read with its spans
 in the canonical order and in the reverse order, and its tokens read without the flag) and its
 verdict: live when both set reads give byte-identical label log-probs and differ from the
-unflagged read; otherwise off (stock vLLM ignores the flag; a model whose attention the plugin
-cannot recompute reads them inexactly), and a profile that needs them does not start.
+unflagged read; otherwise off (stock vLLM ignores the flag; the plugin refuses set reads on
+vLLM's V2 model runner; a model whose attention the plugin cannot recompute reads them
+inexactly), and only a profile that needs them does not start (capabilities.off).
 Never: decides a request's layout (pipeline.py refuses option_sets when the probe did not pass).
 """
 from __future__ import annotations
 
-import logging
 from dataclasses import replace
 
 from ..decision import CHOICE, Decision, Option, Question
 from ..prompt.layout import layout
+from . import capabilities
 
-log = logging.getLogger("onepass")
+CAPABILITY = "option sets (layout option_sets)"
 STATE = "Ticket 4471: the customer was charged twice this month and asks for one charge back."
 QUESTION = Question(CHOICE, "Which team should handle this ticket?", (
     Option("billing", "Payments, charges and refunds"), Option("tech", "Bugs and outages"),
@@ -49,8 +50,12 @@ def sets_live(engine, profile, labels) -> tuple[bool, str]:
     """(live, problem): live when vLLM reads option sets, order-exact; a problem (the guard
     refuses to start) only when the profile needs option_sets and they are not read so."""
     read = probe_read(profile, labels)
-    canonical, backwards = engine.map(engine.read, [read, reversed_spans(read)])
-    plain = engine.read_unset(read)
+    try:
+        canonical, backwards = engine.map(engine.read, [read, reversed_spans(read)])
+        plain = engine.read_unset(read)
+    except capabilities.REFUSED as e:
+        return False, capabilities.off(CAPABILITY, f"vLLM refused the probe's set read: "
+                                       f"{e.message}", profile.layout.option_sets)
     moved = max(abs(a - b) for a, b in zip(canonical.label_logprobs, plain)) > MIN_SHIFT
     exact = canonical.label_logprobs == backwards.label_logprobs
     if moved and exact:
@@ -60,7 +65,4 @@ def sets_live(engine, profile, labels) -> tuple[bool, str]:
            "is one the plugin cannot read as a set" if moved else
            "vLLM answers a set read exactly like a plain one: the onepass engine plugin is "
            "not loaded (see serve.sh and engine/)")
-    if profile.layout.option_sets:
-        return False, f"this profile reads choices as option sets (layout option_sets), but {why}"
-    log.warning("option sets are off on this server: %s", why)
-    return False, ""
+    return False, capabilities.off(CAPABILITY, why, profile.layout.option_sets)

@@ -10,7 +10,7 @@ import pytest
 from tests.support import hf_reference
 from tests.support.engine_calls import (LABELS, PROMPTS, cached_tokens, complete, label_logprobs,
                                         tokenize, unique)
-from tests.support.live_stack import SMOLLM2
+from tests.support.live_stack import ROOT, SMOLLM2
 
 TWO_WAY = "bidirectional"
 FILLER = " The order history lists every payment, refund and message in date order." * 40
@@ -155,40 +155,79 @@ def test_two_way_equals_hf_in_bf16(bf16):
         assert gap(two_way, ref_one) > bound, (two_way, ref_one, bound)  # not a causal read
 
 
+SMALL_BUDGET = 48  # tokens a step: under the set probe's options and every two-way probe
+CONFIG = json.loads((ROOT / "serve_config.json").read_text())
+LISTING = {**CONFIG["profiles"][CONFIG["default_profile"]]["layout"], "option_sets": False}
+
+
 @pytest.fixture(scope="module")
 def bf16_fp32_head(tmp_path_factory):
-    """The same bf16 server with the lm_head in fp32, as serve.sh starts a bf16 model."""
-    from tests.support.live_stack import VLLM_TEST_ARGS, start_vllm
+    """The same bf16 server with the lm_head in fp32, as serve.sh starts a bf16 model, and a
+    one-step budget of SMALL_BUDGET tokens: the plugin refuses the start-up probes' set read
+    and two-way reads as over it (a real engine refusing set reads, as it does on vLLM's V2
+    model runner, which the CPU build cannot run)."""
+    from tests.support.live_stack import start_vllm
     args = ("--dtype", "bfloat16", "--enforce-eager", "--block-size", "32", "--max-model-len",
-            "4096", "--hf-overrides", '{"head_dtype": "float32"}', *VLLM_TEST_ARGS)
+            "4096", "--hf-overrides", '{"head_dtype": "float32"}', "--max-num-batched-tokens",
+            str(SMALL_BUDGET), "--max-num-seqs", "16", "--enable-prompt-tokens-details")
     server = start_vllm(SMOLLM2, "smollm2-135m-instruct", args, "onepass_two_way",
                         tmp_path_factory.mktemp("bf16_head") / "vllm.log")
     yield server
     server.stop()
 
 
-def shim_health(vllm_url) -> tuple[int, dict]:
+def shim_health(vllm_url, tmp_path=None, **profile_changes) -> tuple[int, dict, str]:
+    """(status, /health, the shim's log) once a shim against `vllm_url` is ready or failed;
+    the default profile, or with the given fields changed (a config in `tmp_path`)."""
     from tests.support.live_stack import free_port, start_shim, wait_health
+    args = ()
+    if profile_changes:
+        doc = json.loads((ROOT / "serve_config.json").read_text())
+        doc["profiles"][doc["default_profile"]].update(profile_changes)
+        (tmp_path / "serve_config.json").write_text(json.dumps(doc))
+        args = ("--config", str(tmp_path / "serve_config.json"))
     port = free_port()
-    proc = start_shim(vllm_url, port)
+    proc = start_shim(vllm_url, port, args=args)
     try:
-        return wait_health(f"http://127.0.0.1:{port}", {"ok", "failed"}, timeout=300)
+        status, health = wait_health(f"http://127.0.0.1:{port}", {"ok", "failed"}, timeout=300)
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+    return status, health, proc.stdout.read()
 
 
-def test_half_precision_labels_are_refused_and_an_fp32_head_serves(bf16, bf16_fp32_head):
+def test_half_precision_labels_are_refused_and_an_fp32_head_serves(bf16, bf16_fp32_head,
+                                                                   tmp_path):
     """probe: a bf16 model whose lm_head runs in bf16 gives label log-probs 1/16-1/8 nat apart
     on the half-precision grid, and the shim refuses to serve it; the same model with the fp32
-    head (serve.sh's flag) reads off the grid and the shim gets ready."""
+    head (serve.sh's flag) reads off the grid and the shim gets ready (with a profile reading
+    listings: that server's one-step budget refuses set reads)."""
     from onepass.backend.probes import on_half_grid
     labels = [tokenize(bf16.url, x)[0] for x in "ABCDE"]
     for server, on_grid in ((bf16, True), (bf16_fp32_head, False)):
         for prompt in PROMPTS:
             lps = label_logprobs(ok(complete(server.url, unique(prompt), labels=labels)), labels)
             assert on_half_grid(lps) is on_grid, (server.url, lps)
-    status, health = shim_health(bf16.url)
+    status, health, _ = shim_health(bf16.url)
     assert status == 503 and "grid" in health["reason"], health
-    status, health = shim_health(bf16_fp32_head.url)
+    status, health, _ = shim_health(bf16_fp32_head.url, tmp_path, layout=LISTING)
     assert status == 200, health
+
+
+def test_refused_set_reads_turn_option_sets_off_unless_the_profile_needs_them(bf16_fp32_head,
+                                                                              tmp_path):
+    """probe: the plugin refuses the set probe's read and the two-way probes' reads (over a
+    one-step budget of SMALL_BUDGET tokens): a profile that reads listings gets ready with
+    option sets and two-way reading off, its log naming the refusal; the embedded profile,
+    which reads its choices as sets, stays 503 naming it."""
+    status, health, said = shim_health(bf16_fp32_head.url, tmp_path, layout=LISTING)
+    assert status == 200 and health["attention_modes"] == ["causal"], health
+    assert ("option sets (layout option_sets) off on this server: vLLM refused the probe's set "
+            "read: ") in said, said[-3000:]
+    assert f"one-step budget of {SMALL_BUDGET}" in said, said[-3000:]
+    assert "two-way reading off on this server: vLLM refused the probe's two-way read" in said
+    assert "option sets off" in said  # the ready line
+    status, health, _ = shim_health(bf16_fp32_head.url)
+    assert status == 503 and health["reason"].startswith(
+        "start-up check failed: this profile needs option sets (layout option_sets), but vLLM "
+        "refused the probe's set read: "), health

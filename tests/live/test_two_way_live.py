@@ -108,13 +108,29 @@ def test_two_way_profile_on_stock_vllm_never_gets_ready(stock, tmp_path):
         stop(proc)
 
 
-def test_wrong_reference_answers_keep_health_503(stack, tmp_path):
-    """probe: two-way reads further than 0.05 from the profile's references fail start-up."""
+def test_wrong_reference_answers_turn_two_way_off_or_stop_a_two_way_profile(stack, tmp_path):
+    """probe: two-way reads further than 0.05 from the profile's references turn two-way
+    reading off (a causal profile gets ready, one-way only, its log naming the reference), and
+    keep a profile that reads two-way by default at 503."""
     probes = [dict(p, reference=[0.02, 0.98]) for p in PROFILE["two_way_probes"]]
     proc, base = shim(stack.vllm_url, tmp_path, two_way_probes=probes)
     try:
         status, health = wait_health(base, {"ok", "failed"})
-        assert status == 503 and "reference" in health["reason"], health
+        assert status == 200 and health["attention_modes"] == ["causal"], health
+    finally:
+        stop(proc)
+    said = proc.stdout.read()
+    assert "two-way reading off on this server: two-way probe" in said, said[-2000:]
+    assert "reference is [0.02, 0.98]" in said, said[-2000:]
+    (tmp_path / "two-way").mkdir()
+    proc, base = shim(stack.vllm_url, tmp_path / "two-way", two_way_probes=probes,
+                      trained_two_way=True, attention_mode="bidirectional")
+    try:
+        status, health = wait_health(base, {"ok", "failed"})
+        assert status == 503 and health["reason"].startswith(
+            "start-up check failed: this profile needs two-way reading, but two-way probe"), \
+            health
+        assert "reference" in health["reason"], health
     finally:
         stop(proc)
 

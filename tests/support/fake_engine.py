@@ -1,28 +1,45 @@
-"""A stand-in for vLLM's HTTP API, standard library only, for two kinds of test and no other:
-getting hostile requests past validation (fuzzing: the shim must then do all its work) and
-failure injection (an engine that fails with 5xx, or answers slowly). Never used to test what an
-answer says: its log-probs are a hash of the prompt.
+"""A stand-in for vLLM's HTTP API, standard library only, for three kinds of test and no other:
+getting hostile requests past validation (fuzzing: the shim must then do all its work),
+failure injection (an engine that fails with 5xx, drops calls or answers slowly), and start-up
+against vLLM configured as serve.sh starts it for a profile and device (`Setup`: the plugin
+loaded or not, the V1 or V2 model runner; the plugin's refusals come from its own rules).
+Never used to test what an answer says: its log-probs are a hash of the prompt.
 
-It answers what the shim asks (onepass/backend/engine.py, onepass/backend/probes.py): /v1/models (the profile's
-served name and context), /tokenizer_info (its added tokens, id -> text as vLLM 0.32 writes them:
-the contract's specials and `added`; a 404 with `tokenizer_info=False`, as vLLM started without
---enable-tokenizer-info-endpoint), /tokenize (a word-level tokenizer; the tokenizer contract's
-probe texts and each added token alone give their ids; chat messages are rendered with
-the profile's template, so the start-up guard passes), /v1/completions with `logprob_token_ids`
-(over the context: vLLM's 400; a set read, vllm_xargs.set_spans, answers alike in any order of
-its spans), and
-/v1/chat/completions for image reads (a vision profile: `profile="idefics3-tiny"`).
+It answers what the shim asks (onepass/backend/engine.py, onepass/backend/probes.py): /v1/models
+(the profile's served name and context), /tokenizer_info (its added tokens, id -> text as vLLM
+0.32 writes them: the contract's specials and `added`; a 404 with `tokenizer_info=False`, as
+vLLM started without --enable-tokenizer-info-endpoint), /tokenize (a word-level tokenizer; the
+tokenizer contract's probe texts and each added token alone give their ids; chat messages are
+rendered with the profile's template, so the start-up guard passes), /v1/completions with
+`logprob_token_ids` (over the context: vLLM's 400; a set read, vllm_xargs.set_spans, answers
+alike in any order of its spans), and /v1/chat/completions for image reads (a vision profile:
+`profile="idefics3-tiny"`).
 """
+import collections
 import hashlib
 import json
+import math
 import re
+import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import NamedTuple
 
 from onepass import config
 from onepass.prompt.layout import wrap_chat
 from tests.support.paths import ROOT
+
+sys.path.insert(0, str(ROOT / "engine"))
+from onepass_engine import rules  # noqa: E402  (the plugin's admission rules, without vLLM)
+
+
+class Setup(NamedTuple):
+    """How vLLM was started, as far as the shim can tell: the engine plugin loaded or not, the
+    V2 model runner or the V1, and the one-step budget (--max-num-batched-tokens)."""
+    plugin: bool
+    v2_runner: bool
+    budget: int = 8192
 
 PIECE = re.compile(r"\w+|\s+|[^\w\s]")
 
@@ -55,6 +72,18 @@ class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True  # headers and body are two writes: no delayed-ACK stall
     mode, delay_s, vocab, tokenizer_info = "answer", 0.0, None, True  # set by FakeEngine
+    drop, calls = "", None  # a path whose calls are dropped unanswered; calls per path
+    configured = None  # a Setup (vLLM as configured); None: set reads as sets, other flags ignored
+
+    def parse_request(self):
+        if not super().parse_request():
+            return False
+        with self.vocab.lock:
+            self.calls[self.path] += 1
+        if self.drop and self.path.endswith(self.drop):
+            self.close_connection = True  # dropped: the connection closes, nothing answered
+            return False
+        return True
 
     def do_GET(self):
         if self.path.endswith("/v1/models"):
@@ -87,12 +116,51 @@ class Handler(BaseHTTPRequestHandler):
         if n + body.get("max_tokens", 1) > limit:
             return self.reply(400, {"error": {"message": f"This model's maximum context length "
                                               f"is {limit} tokens; the prompt has {n}"}})
+        if self.configured is not None:
+            return self.as_configured(body, n)
         seed = hashlib.sha256(json.dumps(_read_as(body)).encode()).digest()
         top = {f"token_id:{t}": -((seed[t % 32] + t) % 700) / 100 - 0.01
                for t in body.get("logprob_token_ids", ())}  # none: the shim's head prefill
         self.reply(200, {"choices": [{"logprobs": {"top_logprobs": [top]}}],
                          "usage": {"prompt_tokens": n, "prompt_tokens_details":
                                    {"cached_tokens": 0}}})
+
+    def as_configured(self, body: dict, n: int) -> None:
+        """A completion as vLLM set up as `self.setup` answers it: without the plugin the flags
+        are ignored; with it, the plugin's own admission rules (engine/onepass_engine/rules.py)
+        refuse what they refuse, a set read reads alike in any order of its spans, and a
+        two-way read differs from a one-way one, meeting the profile's reference answers (a
+        healthy model read two-way)."""
+        xargs = (body.get("vllm_xargs") or {}) if self.configured.plugin else {}
+        two_way = xargs.get("attention_mode") in ("bidirectional", "two-way")
+        spans = tuple(tuple(int(x) for x in span.split(":"))
+                      for span in xargs["set_spans"].split(",")) if "set_spans" in xargs else ()
+        if two_way or spans:
+            refused = (rules.before_processing(two_way, spans, self.configured.v2_runner,
+                                               body.get("min_tokens", 0))
+                       or rules.after_processing(two_way, spans, n, self.configured.budget))
+            if refused:
+                return self.reply(400, {"error": {"message": refused[0], "param": refused[1],
+                                                  "type": "BadRequestError", "code": 400}})
+        ids = body.get("logprob_token_ids", ())
+        reference = self.reference(body["prompt"]) if two_way else None
+        if reference:
+            top = {f"token_id:{t}": math.log(p) for t, p in zip(ids, reference)}
+        else:
+            read_as = _read_as(body) if spans else [body["prompt"], two_way]
+            seed = hashlib.sha256(json.dumps(read_as).encode()).digest()
+            top = {f"token_id:{t}": -((seed[t % 32] + t) % 700) / 100 - 0.01 for t in ids}
+        self.reply(200, {"choices": [{"logprobs": {"top_logprobs": [top]}}],
+                         "usage": {"prompt_tokens": n, "prompt_tokens_details":
+                                   {"cached_tokens": 0}}})
+
+    def reference(self, prompt) -> list | None:
+        """The profile's reference answer for a two-way probe's read, else None."""
+        for probe in self.vocab.profile.two_way_probes:
+            if isinstance(prompt, str) and probe["state"] in prompt and \
+                    probe["question"] in prompt:
+                return probe["reference"]
+        return None
 
     def chat(self, body: dict) -> None:
         text = self.vocab.chat(body["messages"])
@@ -140,14 +208,20 @@ class FakeEngine:
     """mode: "answer" (default) or "5xx"; delay_s: each POST waits this long first; port: 0 for
     any free one, or a given one (a vLLM that comes up where the shim already waits);
     tokenizer_info: False answers /tokenizer_info with a 404; added: more added tokens (text ->
-    id) beside the contract's specials."""
+    id) beside the contract's specials; drop: a path (its end) whose calls are dropped, the
+    connection closed unanswered; setup: vLLM's configuration to answer as (None: set reads
+    read as sets, two-way flags ignored). `calls` counts the calls per path."""
 
     def __init__(self, mode: str = "answer", delay_s: float = 0.0, profile: str = "",
-                 port: int = 0, tokenizer_info: bool = True, added: dict | None = None):
+                 port: int = 0, tokenizer_info: bool = True, added: dict | None = None,
+                 drop: str = "", setup: Setup | None = None):
         _, prof = config.load_profile(str(ROOT / "serve_config.json"), profile)
+        self.calls = collections.Counter()
         handler = type("FakeHandler", (Handler,), {"mode": mode, "delay_s": delay_s,
                                                    "vocab": Vocabulary(prof, added),
-                                                   "tokenizer_info": tokenizer_info})
+                                                   "tokenizer_info": tokenizer_info,
+                                                   "drop": drop, "calls": self.calls,
+                                                   "configured": setup})
         self.server = Listening(("127.0.0.1", port), handler)
         self.server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"

@@ -14,6 +14,7 @@ import zlib
 from unittest import mock
 
 from onepass import body, body_limits
+from onepass.decision import MAX_STATE_BYTES
 from onepass.errors import InvalidRequest, Overloaded, PayloadTooLarge, UnsupportedMediaType
 from tests.support.image_requests import multipart
 from tests.support.memory_peak import peak_of
@@ -262,6 +263,15 @@ class TestStructure(unittest.TestCase):
                     body.parse_json(text, "", lim)
             loads.assert_not_called()
             self.assertIn("at most 1000 bytes", ctx.exception.message)
+            named = "a state" if b'"state"' in text else "a string"
+            self.assertTrue(ctx.exception.message.startswith(f"the JSON holds {named} of"),
+                            ctx.exception.message)
+        image = b'{"state": "<p>", "assets": {"<p>": {"type": "image", "data_base64": "'
+        with self.assertRaises(PayloadTooLarge) as ctx:  # a vision profile's longest field
+            body.parse_json(image + b"A" * (MAX_STATE_BYTES + 9) + b'"}}}', "",
+                            limits(string_bytes=MAX_STATE_BYTES + 8))
+        self.assertTrue(ctx.exception.message.startswith("the JSON holds an image of at least"))
+        self.assertIn("(an image, as base64 in a data URL, the longest", ctx.exception.message)
         parsed = [b'{"state": "' + b"x" * 1000 + b'"}',
                   b'{"state": "' + b"\\n" * 501 + b'"}',  # 1002 bytes sent, 501 meant
                   b'{"a": "b",' + b" " * 1500 + b'"c": "d"}',

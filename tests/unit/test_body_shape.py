@@ -64,15 +64,28 @@ class TestCost(unittest.TestCase):
 
 class TestLongString(unittest.TestCase):
     def test_the_least_length_of_a_string_past_the_limit(self):
-        """long_string: the bytes between a string's quotes; 0 when no limit, a short text or
-        only short strings; escapes count as at least one byte in six."""
-        self.assertEqual(body.long_string(b'["' + b"x" * 2500 + b'"]', 1000), 2500)
-        self.assertEqual(body.long_string(b'["' + b"x" * 2500 + b'"]', 0), 0)
-        self.assertEqual(body.long_string(b'"' + b"x" * 999 + b'"', 1000), 0)
+        """long_string: the bytes between a string's quotes and where it opens; (0, -1) when no
+        limit, a short text or only short strings; escapes count as at least one byte in six."""
+        self.assertEqual(body.long_string(b'["' + b"x" * 2500 + b'"]', 1000), (2500, 1))
+        self.assertEqual(body.long_string(b'["' + b"x" * 2500 + b'"]', 0), (0, -1))
+        self.assertEqual(body.long_string(b'"' + b"x" * 999 + b'"', 1000), (0, -1))
         short = b"[" + b",".join([b'"' + b"x" * 500 + b'"'] * 10) + b"]"
-        self.assertEqual(body.long_string(short, 1000), 0)
+        self.assertEqual(body.long_string(short, 1000), (0, -1))
         escaped = b'"' + b"\\u00e9" * 300 + b"x" * 900 + b'"'  # 2,700 bytes, 1,200 meant
-        self.assertEqual(body.long_string(escaped, 1000), 2700 - 5 * 300)
+        self.assertEqual(body.long_string(escaped, 1000), (2700 - 5 * 300, 0))
+
+    def test_a_refused_string_is_named_for_what_it_is(self):
+        """string_named: a data URL or the value of an image key is an image, the state's value
+        a state, anything else a string."""
+        cases = {b'{"state": "xx"}': "a state",
+                 b'{"a": {"type": "image", "data_base64" :\n "iVBOR"}}': "an image",
+                 b'[{"type": "input_image", "image_url": "https://x"}]': "an image",
+                 b'{"state": {"photo": "data:image/png;base64,iVBOR"}}': "an image",
+                 b'{"state": {"notes": "xx"}}': "a string",
+                 b'["xx"]': "a string"}
+        for text, named in cases.items():
+            quote = text.rindex(b'"', 0, text.rindex(b'"'))
+            self.assertEqual(body.string_named(text, quote), named, text)
 
 
 class TestImages(unittest.TestCase):

@@ -25,7 +25,8 @@ STATUSES = {"InvalidRequest": (422, "invalid_request_error"),
             "ShuttingDown": (503, "service_unavailable"),
             "NotReady": (503, "service_unavailable"),
             "EngineUnavailable": (503, "engine_unavailable"),
-            "EngineFailed": (502, "engine_error"), "OverBudget": (422, "invalid_request_error"),
+            "EngineFailed": (502, "engine_error"), "EngineRefused": (502, "engine_error"),
+            "OverBudget": (422, "invalid_request_error"),
             "ClientClosed": (499, "client_closed_request"),
             "DeadlineExceeded": (504, "deadline_exceeded")}
 

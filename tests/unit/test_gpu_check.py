@@ -1,5 +1,5 @@
 """Stdlib tests of bench/gpu/gpu_check.sh, the first thing to run on a GPU machine (no GPU here):
-its plan names the eight steps in order, each a script of this checkout with flags that script
+its plan names the nine steps in order, each a script of this checkout with flags that script
 takes, and the plan runs nothing.
 Run: python3 -S -m unittest tests.unit.test_gpu_check
 """
@@ -13,7 +13,7 @@ from pathlib import Path
 from tests.support.paths import ROOT
 
 STEPS = ["install", "dry-run", "plugin", "kernels", "stack", "stack-checks", "determinism",
-         "speed"]
+         "speed", "listing-stack"]
 SCRIPT = ROOT / "bench" / "gpu" / "gpu_check.sh"
 
 
@@ -56,6 +56,15 @@ class TestPlan(unittest.TestCase):
         # the GPU stack is started on the GPU, and stopped by its process group
         self.assertIn("ONEPASS_DEVICE=gpu ONEPASS_PORT", source)
         self.assertIn('kill -TERM -- "-$STACK_PID"', source)
+
+    def test_a_profile_without_option_sets_starts_on_the_gpu_too(self):
+        """The listing stack's profile reads no option sets, so serve.sh starts its vLLM on
+        CUDA's default V2 runner (no VLLM_USE_V2_MODEL_RUNNER=0), where the plugin refuses set
+        reads: the class of start-up defect the first GPU run must catch."""
+        import json
+        profile = re.search(r"listing_stack (\S+)", self.lines["listing-stack"]).group(1)
+        doc = json.loads((ROOT / "serve_config.json").read_text())
+        self.assertIs(doc["profiles"][profile]["layout"].get("option_sets", False), False)
 
 
 if __name__ == "__main__":

@@ -296,6 +296,35 @@ class TestStartUp(unittest.TestCase):
         self.assertEqual(service.phase, FAILED)
         self.assertTrue(service.reason.startswith("warm-up request failed: "), service.reason)
 
+    def test_a_dropped_start_up_call_costs_a_few_checks_a_minute(self):
+        """vLLM answers /v1/models but drops every /tokenize: the start-up check is tried again
+        after pauses that double to WAIT_CEILING_S, /health's reason saying what is awaited
+        and when the next try is; over the first simulated minute that is 6 checks (at 0, 1,
+        3, 7, 15 and 31 s), then two a minute. Once vLLM answers, the shim gets ready."""
+        fake = FakeEngine(drop="/tokenize")
+        self.addCleanup(fake.stop)
+        service = Service(config.load(["--port", "0", "--vllm", fake.url], environ={}), ROOT)
+        self.addCleanup(service.engine.close)
+        pauses, reasons, seen = [], [], {}
+
+        def pause(s):  # simulated time: the minute passes at once
+            pauses.append(s)
+            reasons.append(service.reason)
+            if sum(pauses) >= 60 and not seen:
+                seen.update(fake.calls)
+            if sum(pauses) >= 150:
+                fake.server.RequestHandlerClass.drop = ""  # vLLM answers from now on
+        with mock.patch("onepass.server.time", types.SimpleNamespace(sleep=pause)):
+            service.warm_up(poll_s=1.0)
+        self.assertEqual(service.phase, READY, service.reason)
+        self.assertEqual(pauses[:8], [1, 2, 4, 8, 16, 30, 30, 30])
+        self.assertTrue(reasons[0].startswith("waiting for vLLM: the start-up checks, which it "
+                                              "did not answer (vLLM is unreachable"), reasons[0])
+        self.assertTrue(reasons[5].endswith("; next try in 30 s"), reasons[5])
+        checks = seen["/v1/models"] // 2  # each try: the quiet poll, then the check's listing
+        self.assertEqual(checks, 6, seen)
+        self.assertLessEqual(seen["/tokenize"], 2 * checks, seen)  # one call, tried twice
+
 
 if __name__ == "__main__":
     unittest.main()

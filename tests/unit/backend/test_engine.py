@@ -1,13 +1,14 @@
 """Stdlib-only tests of the engine client's typed refusals: the plugin's over-budget refusal is
 read from error.param (a JSON object), never from the message; vLLM's own context refusals stay
-422s, and any other 400 an EngineFailed.
+422s, any other 4xx an EngineRefused (an EngineFailed: a 502 under a request) and a 5xx an
+EngineFailed that is no refusal.
 Run: python3 -m unittest tests.unit.backend.test_engine
 """
 import json
 import unittest
 
 from onepass.backend.engine import Engine
-from onepass.errors import EngineFailed, InvalidRequest, OverBudget
+from onepass.errors import EngineFailed, EngineRefused, InvalidRequest, OverBudget
 
 
 def engine_answering(status: int, doc: dict) -> Engine:
@@ -31,9 +32,18 @@ class TestTypedRefusals(unittest.TestCase):
         """The old words without the typed param: not a budget refusal."""
         engine = engine_answering(400, {"error": {
             "message": "more than this server's one-step budget of 1024", "param": "prompt"}})
-        with self.assertRaises(EngineFailed):
+        with self.assertRaises(EngineRefused):
             engine.tokenize(prompt="x")
         engine.close()
+
+    def test_vllms_own_4xx_is_a_refusal_and_a_5xx_a_failure(self):
+        for status, error in ((400, EngineRefused), (404, EngineRefused), (500, EngineFailed)):
+            engine = engine_answering(status, {"error": {"message": "no"}})
+            with self.assertRaises(EngineFailed) as ctx:
+                engine.tokenize(prompt="x")
+            self.assertIs(type(ctx.exception), error)
+            self.assertEqual(ctx.exception.status, 502)
+            engine.close()
 
     def test_vllm_context_refusals_stay_422(self):
         for param in (None, "input_tokens", "{not json", json.dumps({"budget_tokens": "9"})):

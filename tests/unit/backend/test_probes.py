@@ -1,7 +1,10 @@
-"""Start-up checks of backend/probes.py without HTTP: label log-probs from fp32 logits, and the
+"""Start-up checks of backend/probes.py without HTTP: whether two-way reading is on (and fatal
+only where the profile reads two-way by default), label log-probs from fp32 logits, and the
 special tokens neutralised in client text (each its contract's one id, no neutral spelling
 giving one; through the real vLLM in tests/live/test_client_text_live.py)."""
 import json
+import logging
+import math
 import random
 import re
 import unittest
@@ -9,7 +12,8 @@ from dataclasses import replace
 from pathlib import Path
 
 from onepass.backend import probes
-from onepass.decision import ReadResult
+from onepass.decision import CAUSAL, TWO_WAY, ReadResult
+from onepass.errors import EngineFailed, EngineRefused
 
 
 class Reads:
@@ -23,6 +27,88 @@ class Reads:
 
     def map(self, fn, items):
         return [fn(i) for i in items]
+
+
+class TwoWayReads:
+    """An engine stand-in for the two-way probes: a one-way read gives `one_way`, a two-way one
+    `two_way` (a function of the probe's index), or raises `error`."""
+
+    def __init__(self, two_way, one_way=(-0.7, -0.7), error=None):
+        self.two_way, self.one_way, self.error, self.probe = two_way, one_way, error, -1
+
+    def read(self, read):
+        if read.attention_mode == CAUSAL:
+            self.probe += 1
+            return ReadResult(self.one_way, 100, 0)
+        if self.error:
+            raise self.error
+        return ReadResult(tuple(self.two_way(self.probe)), 100, 0)
+
+    def map(self, fn, items):
+        return [fn(i) for i in items]
+
+
+def logprobs(p_yes):
+    return (math.log(p_yes), math.log(1 - p_yes))
+
+
+class TwoWay(unittest.TestCase):
+    """two_way_live: on when every probe reads two-way and meets its reference; otherwise off
+    with a warning naming why, and GuardFailed only for a profile that reads two-way by
+    default."""
+
+    def setUp(self):
+        from onepass import config
+        _, self.causal = config.load_profile("serve_config.json", "")
+        self.two_way = replace(self.causal, attention_mode=TWO_WAY)
+        self.references = [p["reference"][0] for p in self.causal.two_way_probes]
+        self.labels = probes.LabelSet(choice=[("A", 100), ("B", 101)],
+                                      noul=[("Yes", 1), ("No", 2)], score=[("1", 10), ("2", 11)])
+
+    def verdicts(self, engine_of, why):
+        """Off with `why` in the warning for the causal profile; GuardFailed naming it for the
+        two-way one."""
+        with self.assertLogs("onepass", logging.WARNING) as logs:
+            self.assertFalse(probes.two_way_live(engine_of(), self.causal, self.labels))
+        self.assertIn(f"two-way reading off on this server: {why}", logs.output[0])
+        with self.assertRaisesRegex(probes.GuardFailed,
+                                    f"^this profile needs two-way reading, but {re.escape(why)}"):
+            probes.two_way_live(engine_of(), self.two_way, self.labels)
+
+    def test_the_references_met_is_live(self):
+        engine = TwoWayReads(lambda i: logprobs(self.references[i]))
+        self.assertTrue(probes.two_way_live(engine, self.two_way, self.labels))
+        self.assertEqual(engine.probe, len(self.references) - 1)
+
+    def test_stock_vllm_reads_one_way(self):
+        self.verdicts(lambda: TwoWayReads(lambda i: (-0.7, -0.7)),
+                      "vLLM answers two-way probes exactly like one-way ones: the onepass "
+                      "engine plugin is not loaded")
+
+    def test_a_refused_two_way_read(self):
+        refused = EngineRefused("vLLM answered /v1/completions with HTTP 400: no two-way here")
+        self.verdicts(lambda: TwoWayReads(None, error=refused),
+                      f"vLLM refused the probe's two-way read: {refused.message}")
+
+    def test_a_missed_reference(self):
+        self.verdicts(lambda: TwoWayReads(lambda i: logprobs(0.02)),
+                      f"two-way probe {self.causal.two_way_probes[0]['question']!r} read")
+
+    def test_some_probes_only(self):
+        self.verdicts(lambda: TwoWayReads(lambda i: logprobs(self.references[i]) if i == 0
+                                          else (-0.7, -0.7)),
+                      f"two-way reading changed only 1 of {len(self.references)} probes")
+
+    def test_no_probes_to_prove_it_with(self):
+        self.causal = replace(self.causal, two_way_probes=())
+        self.two_way = replace(self.two_way, two_way_probes=())
+        self.verdicts(lambda: TwoWayReads(lambda i: logprobs(0.5)),
+                      "the profile has no two-way probes to prove it with")
+
+    def test_an_engine_failure_is_no_refusal(self):
+        with self.assertRaises(EngineFailed):
+            probes.two_way_live(TwoWayReads(None, error=EngineFailed("HTTP 500")), self.causal,
+                                self.labels)
 
 
 class FullPrecision(unittest.TestCase):

@@ -3,7 +3,7 @@
 whatever the profile's listing techniques, its options cut to the choice labels there are; and
 the verdict: live only when the set reads move the labels and agree in both orders, otherwise
 off, which stops a profile that needs option sets with the reason (the order matters, or the
-plugin is not loaded) and only warns for one that does not. The reversed read is tested in
+plugin is not loaded, or vLLM refuses set reads) and only warns for one that does not. The reversed read is tested in
 tests/unit/prompt/test_option_sets.py.
 Run: python3 -S -m unittest tests.unit.backend.test_set_probe
 """
@@ -13,6 +13,7 @@ from dataclasses import replace
 from types import SimpleNamespace
 
 from onepass.backend import set_probe
+from onepass.errors import EngineFailed, EngineRefused, OverBudget, Problem
 from onepass.prompt.layout import LabelSet
 from tests.support.unit_profile import LABELS, PROFILE
 
@@ -35,6 +36,17 @@ class Engine:
 
     def read_unset(self, read):
         return self.plain
+
+
+class Refusing(Engine):
+    """vLLM answering every set read with `error`, as the engine client raises it."""
+
+    def __init__(self, error):
+        super().__init__(PLAIN, PLAIN)
+        self.error = error
+
+    def read(self, r):
+        raise self.error
 
 
 class TestProbeRead(unittest.TestCase):
@@ -82,7 +94,30 @@ class TestVerdict(unittest.TestCase):
         with self.assertLogs("onepass", logging.WARNING) as logs:
             self.assertEqual(set_probe.sets_live(Engine(near, near), PROFILE, LABELS),
                              (False, ""))
-        self.assertIn("option sets are off", logs.output[0])
+        self.assertIn("option sets (layout option_sets) off on this server: vLLM answers a set "
+                      "read exactly like a plain one", logs.output[0])
+
+    def test_a_refused_set_read_turns_sets_off_unless_the_profile_needs_them(self):
+        """sets_live: vLLM refuses the probe's set read (the plugin on vLLM's V2 model runner,
+        or a probe over the one-step budget): off with a warning naming the refusal; a problem
+        only for a profile that reads choices as sets. An engine failure (5xx) is no refusal:
+        it reaches the guard as it is."""
+        refusal = ("vLLM answered /v1/completions with HTTP 400: set reads run in vLLM's V1 "
+                   "model runner only; start vLLM with VLLM_USE_V2_MODEL_RUNNER=0")
+        for error in (EngineRefused(refusal),
+                      OverBudget([Problem(("state",), "over", "too_long")], 16)):
+            with self.assertLogs("onepass", logging.WARNING) as logs:
+                self.assertEqual(set_probe.sets_live(Refusing(error), PROFILE, LABELS),
+                                 (False, ""))
+            self.assertIn("option sets (layout option_sets) off on this server: vLLM refused "
+                          "the probe's set read: ", logs.output[0])
+            live, problem = set_probe.sets_live(Refusing(error), SETS, LABELS)
+            self.assertFalse(live)
+            self.assertTrue(problem.startswith("this profile needs option sets (layout "
+                                               "option_sets), but vLLM refused"), problem)
+            self.assertIn(error.message, problem)
+        with self.assertRaises(EngineFailed):
+            set_probe.sets_live(Refusing(EngineFailed("HTTP 500: boom")), PROFILE, LABELS)
 
 
 if __name__ == "__main__":
