@@ -179,13 +179,8 @@ def bf16_fp32_head(tmp_path_factory):
 def shim_health(vllm_url, tmp_path=None, **profile_changes) -> tuple[int, dict, str]:
     """(status, /health, the shim's log) once a shim against `vllm_url` is ready or failed;
     the default profile, or with the given fields changed (a config in `tmp_path`)."""
-    from tests.support.live_stack import free_port, start_shim, wait_health
-    args = ()
-    if profile_changes:
-        doc = json.loads((ROOT / "serve_config.json").read_text())
-        doc["profiles"][doc["default_profile"]].update(profile_changes)
-        (tmp_path / "serve_config.json").write_text(json.dumps(doc))
-        args = ("--config", str(tmp_path / "serve_config.json"))
+    from tests.support.live_stack import changed_profile, free_port, start_shim, wait_health
+    args = changed_profile(tmp_path, **profile_changes) if profile_changes else ()
     port = free_port()
     proc = start_shim(vllm_url, port, args=args)
     try:

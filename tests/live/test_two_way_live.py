@@ -11,8 +11,8 @@ import pytest
 
 from tests.support import live_bodies
 from tests.support.json_http import request
-from tests.support.live_stack import (CPU_ARGS, ROOT, SMOLLM2, clean_env, free_port, start_shim,
-                                      wait_health)
+from tests.support.live_stack import (CPU_ARGS, ROOT, SMOLLM2, changed_profile, clean_env,
+                                      free_port, start_shim, wait_health)
 
 # Read untempered: the probe references and the mode comparison are about the raw label odds.
 UNTEMPERED = {"calibration": live_bodies.UNTEMPERED}
@@ -25,12 +25,8 @@ PROFILE = json.loads((ROOT / "serve_config.json").read_text())["profiles"]["smol
 
 def shim(vllm_url, tmp_path, **profile_changes):
     """A shim process against a given vLLM, optionally with the profile's fields changed."""
-    doc = json.loads((ROOT / "serve_config.json").read_text())
-    doc["profiles"][doc["default_profile"]].update(profile_changes)
-    config = tmp_path / "serve_config.json"
-    config.write_text(json.dumps(doc))
     port = free_port()
-    proc = start_shim(vllm_url, port, args=("--config", str(config)))
+    proc = start_shim(vllm_url, port, args=changed_profile(tmp_path, **profile_changes))
     return proc, f"http://127.0.0.1:{port}"
 
 

@@ -24,6 +24,7 @@ import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import SimpleNamespace
 from typing import NamedTuple
 
 from onepass import config
@@ -31,7 +32,7 @@ from onepass.prompt.layout import wrap_chat
 from tests.support.paths import ROOT
 
 sys.path.insert(0, str(ROOT / "engine"))
-from onepass_engine import rules  # noqa: E402  (the plugin's admission rules, without vLLM)
+from onepass_engine import flags, rules  # noqa: E402  (the plugin's own, without vLLM)
 
 
 class Setup(NamedTuple):
@@ -116,39 +117,27 @@ class Handler(BaseHTTPRequestHandler):
         if n + body.get("max_tokens", 1) > limit:
             return self.reply(400, {"error": {"message": f"This model's maximum context length "
                                               f"is {limit} tokens; the prompt has {n}"}})
-        if self.configured is not None:
-            return self.as_configured(body, n)
-        seed = hashlib.sha256(json.dumps(_read_as(body)).encode()).digest()
-        top = {f"token_id:{t}": -((seed[t % 32] + t) % 700) / 100 - 0.01
-               for t in body.get("logprob_token_ids", ())}  # none: the shim's head prefill
-        self.reply(200, {"choices": [{"logprobs": {"top_logprobs": [top]}}],
-                         "usage": {"prompt_tokens": n, "prompt_tokens_details":
-                                   {"cached_tokens": 0}}})
-
-    def as_configured(self, body: dict, n: int) -> None:
-        """A completion as vLLM set up as `self.setup` answers it: without the plugin the flags
-        are ignored; with it, the plugin's own admission rules (engine/onepass_engine/rules.py)
-        refuse what they refuse, a set read reads alike in any order of its spans, and a
-        two-way read differs from a one-way one, meeting the profile's reference answers (a
-        healthy model read two-way)."""
-        xargs = (body.get("vllm_xargs") or {}) if self.configured.plugin else {}
-        two_way = xargs.get("attention_mode") in ("bidirectional", "two-way")
-        spans = tuple(tuple(int(x) for x in span.split(":"))
-                      for span in xargs["set_spans"].split(",")) if "set_spans" in xargs else ()
-        if two_way or spans:
-            refused = (rules.before_processing(two_way, spans, self.configured.v2_runner,
+        setup = self.configured
+        asked = SimpleNamespace(extra_args=body.get("vllm_xargs") or {})
+        if setup is not None and not setup.plugin:
+            asked.extra_args = {}  # stock vLLM: the plugin's flags mean nothing
+        spans, two_way = flags.requested_spans(asked), flags.requested_two_way(asked)
+        if setup is None:
+            two_way = False  # the plain stand-in reads two-way flags as one-way
+        elif two_way or spans:  # the plugin's own admission rules refuse what they refuse
+            refused = (rules.before_processing(two_way, spans, setup.v2_runner,
                                                body.get("min_tokens", 0))
-                       or rules.after_processing(two_way, spans, n, self.configured.budget))
+                       or rules.after_processing(two_way, spans, n, setup.budget))
             if refused:
                 return self.reply(400, {"error": {"message": refused[0], "param": refused[1],
                                                   "type": "BadRequestError", "code": 400}})
-        ids = body.get("logprob_token_ids", ())
+        ids = body.get("logprob_token_ids", ())  # none: the shim's head prefill
         reference = self.reference(body["prompt"]) if two_way else None
-        if reference:
+        if reference:  # a healthy model read two-way meets the profile's reference answers
             top = {f"token_id:{t}": math.log(p) for t, p in zip(ids, reference)}
         else:
-            read_as = _read_as(body) if spans else [body["prompt"], two_way]
-            seed = hashlib.sha256(json.dumps(read_as).encode()).digest()
+            seed = hashlib.sha256(json.dumps(_read_as(body["prompt"], spans, two_way))
+                                  .encode()).digest()
             top = {f"token_id:{t}": -((seed[t % 32] + t) % 700) / 100 - 0.01 for t in ids}
         self.reply(200, {"choices": [{"logprobs": {"top_logprobs": [top]}}],
                          "usage": {"prompt_tokens": n, "prompt_tokens_details":
@@ -185,16 +174,15 @@ class Handler(BaseHTTPRequestHandler):
         pass
 
 
-def _read_as(body: dict):
-    """What a read's answer depends on: its prompt, or for a set read (the engine plugin's
-    `set_spans`) its spans in sorted order, so the start-up guard's set probe passes as it does
-    on the plugin: every listing reads alike, and unlike the same tokens read plainly."""
-    prompt, spans = body["prompt"], (body.get("vllm_xargs") or {}).get("set_spans")
-    if not spans:
-        return prompt
-    cuts = [tuple(int(x) for x in span.split(":")) for span in spans.split(",")]
-    parts = sorted(prompt[a:b] for a, b in cuts)
-    return ["set", prompt[:cuts[0][0]], parts, prompt[cuts[-1][1]:]]
+def _read_as(prompt, spans, two_way: bool):
+    """What a read's answer depends on: its prompt (and its mode, read two-way), or for a set
+    read (the engine plugin's `set_spans`) its spans in sorted order, so the start-up guard's
+    set probe passes as it does on the plugin: every listing reads alike, and unlike the same
+    tokens read plainly."""
+    if spans:
+        parts = sorted(prompt[a:b] for a, b in spans)
+        return ["set", prompt[:spans[0][0]], parts, prompt[spans[-1][1]:]]
+    return [prompt, "two-way"] if two_way else prompt
 
 
 class Listening(ThreadingHTTPServer):

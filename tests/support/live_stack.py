@@ -2,6 +2,7 @@
 stacks, extra shims against a running vLLM, extra vLLM servers, and the settings every one of
 them runs with. Nothing here stands in for the engine. conftest.py's fixtures are built on it.
 """
+import json
 import os
 import re
 import signal
@@ -73,6 +74,16 @@ class Stack:
 
     def request(self, method, path, body=None, headers=None, base=None):
         return request((base or self.url), method, path, body, headers)
+
+
+def changed_profile(tmp_path, **changes) -> tuple[str, str]:
+    """The shim's flags for serve_config.json with the default profile's fields changed,
+    written in `tmp_path`."""
+    doc = json.loads((ROOT / "serve_config.json").read_text())
+    doc["profiles"][doc["default_profile"]].update(changes)
+    config = tmp_path / "serve_config.json"
+    config.write_text(json.dumps(doc))
+    return "--config", str(config)
 
 
 def start_shim(vllm_url, port, env_extra=None, args=()):
