@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # test.sh: the whole test suite on a fresh machine. Sets up with serve.sh --setup-only, then runs
 # the stdlib tests (the machine's python3 without site-packages, then under coverage) and the
-# live suite, which starts one real vLLM CPU server through serve.sh for the session (and HAProxy
+# live suite, which starts real vLLM CPU servers through serve.sh for the session (and HAProxy
 # in front of two more for the balancer test; installed here as root when missing, as is
 # promtool for the alert rules' test).
 # The suites, each named once: STDLIB is every test_*.py at the root (test_shim, test_security)
@@ -25,7 +25,10 @@ STDLIB=(-m unittest discover --start-directory . --top-level-directory . --patte
 LIVE=(tests/kernels tests/live card_tests)
 echo "test.sh: setup${ONEPASS_TEST_CPU:+ (as a CPU with ${ONEPASS_TEST_CPU} only:}" \
   "${ONEPASS_TEST_CPU:+ATEN_CPU_CAPABILITY=$ATEN_CPU_CAPABILITY ONEPASS_DTYPE=$ONEPASS_DTYPE)}"
+# The shipped default's model (the README's answers) and the fast SmolLM2 profile's (the live
+# suite's plumbing, tests/support/live_stack.py's FAST_PROFILE): the second run only builds.
 ONEPASS_DEVICE=cpu ONEPASS_TEST_DEPS=1 bash serve.sh --setup-only
+ONEPASS_DEVICE=cpu ONEPASS_TEST_DEPS=1 ONEPASS_PROFILE=smollm2-135m-fast bash serve.sh --setup-only
 # need CMD PACKAGE USER: Debian's PACKAGE installed when CMD is missing, if we are root with
 # apt-get; otherwise the setup stops here saying so.
 need() {

@@ -200,3 +200,21 @@ def test_architecture_lists_the_steps_in_order():
     steps = re.findall(r"^(\d+)\. \*\*(\w+)\*\*", life, re.M)
     assert [int(n) for n, _ in steps] == list(range(1, len(onepass.STEPS) + 1)), steps
     assert tuple(name for _, name in steps) == onepass.STEPS
+
+
+def test_the_readme_example_answer_is_the_shipped_defaults():
+    """The answer the README shows was written by bench/measure/readme_example.py --write for
+    today's default profile, its model's weights and the README's request: the fingerprint
+    recorded beside it is recomputed (a refit, a new default or an edited request makes it
+    stale), and the model it names is the default profile's."""
+    sys.path.insert(0, str(ROOT / "bench" / "measure"))
+    import readme_example
+    readme = DOCS["README.md"]
+    recorded = re.search(r"<!-- readme_example fingerprint ([0-9a-f]{16}) -->", readme)
+    assert recorded, "the README's example has no recorded fingerprint"
+    assert recorded.group(1) == readme_example.fingerprint(readme), (
+        "the README's example answer is stale: run bench/measure/readme_example.py --write "
+        "against serve.sh on the default profile")
+    name, profile = readme_example.default_profile()
+    shown = re.search(r"```json\n(.*?)\n```\n<!-- readme_example", readme, re.S).group(1)
+    assert json.loads(shown)["model"] == profile["model_name"], name

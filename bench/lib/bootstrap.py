@@ -9,8 +9,10 @@ LATENCY.txt is what `bench/measure/latency.py` printed for that model (its JSON 
 read: the shim's p50).
 At least one row; the first (ROW.json rows first, then --model rows, each in the order given)
 is the base the others are compared with.
-Prints "N records in every row", then one table row per row: accuracy, ECE, Brier, Brier skill,
-order sensitivity (each with its 95% interval) on the records every row has; for rows with a
+Prints "N records in every row", then one table row per row: accuracy, accuracy over chance, ECE,
+Brier, Brier skill, order sensitivity (each with its 95% interval) on the records every row has,
+and per row its chance accuracy and whether it gives information (Brier skill and accuracy over
+chance each with its interval above 0: the default profile's rule); for rows with a
 latency file also p50 ms and the answers per unit of latency: Brier skill per second of p50 (the
 measure the embedded model is chosen by) and accuracy over chance per second. Then each row
 against the first, paired on the same questions: the difference of accuracy and of Brier skill
@@ -31,7 +33,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import decision_metrics as metrics  # noqa: E402
 
-SHOWN = ("accuracy", "ece", "brier", "brier_skill", "order_sensitivity")
+SHOWN = ("accuracy", "over_chance", "ece", "brier", "brier_skill", "order_sensitivity")
 
 
 def key(r: dict) -> tuple:
@@ -46,7 +48,14 @@ def skill(records) -> dict:
     uniform = metrics._mean(1 - 1 / len(r["probabilities"]) for r in records)
     out["brier_skill"] = 1 - out["brier"] / uniform if records else None
     out["chance"] = metrics._mean(1 / len(r["probabilities"]) for r in records)
+    out["over_chance"] = None if out["accuracy"] is None else out["accuracy"] - out["chance"]
     return out
+
+
+def informative(bands: dict) -> bool:
+    """The default profile's rule (docs/configuration.md): Brier skill and accuracy over chance
+    each with the lower end of its interval above 0."""
+    return all(bands[m][0] is not None and bands[m][0] > 0 for m in ("brier_skill", "over_chance"))
 
 
 def resample(records, resamples: int, seed: int = 0):
@@ -133,17 +142,21 @@ def main(argv=None) -> int:
     print("| row | n | " + " | ".join(SHOWN) + (
         f" | p50 ms ({args.case}) | Brier skill / s | accuracy over chance / s |" if costs else " |"))
     print("|---|---|" + "---|" * (len(SHOWN) + (3 if costs else 0)))
+    verdicts = []
     for (name, *_), records, p50 in zip(named, loaded, p50s):
         point, bands = skill(records), intervals(records, args.resamples, args.seed)
         line = f"| {name} | {point['n']} | " + " | ".join(fmt(point[m], bands[m]) for m in SHOWN)
         if p50:
             per_s = 1000 / p50
-            over = None if point["accuracy"] is None else point["accuracy"] - point["chance"]
             line += " | ".join(["", f"{p50:,.0f}", per_second(point["brier_skill"], per_s),
-                                per_second(over, per_s)])
+                                per_second(point["over_chance"], per_s)])
         elif costs:
             line += " | - | - | -"
         print(line + " |")
+        verdicts.append(f"{name}: chance accuracy {point['chance']:.3f}; "
+                        + ("gives information" if informative(bands) else
+                           "no information shown (an interval reaches 0)"))
+    print("\n".join(verdicts))
     for (name, *_), records in list(zip(named, loaded))[1:]:
         d = paired(loaded[0], records, args.resamples, args.seed)
         print(f"{name} minus {named[0][0]} on {d['n']} paired questions: accuracy "

@@ -9,7 +9,7 @@ import sys
 import pytest
 from PIL import Image
 
-from tests.support.live_stack import ROOT
+from tests.support.live_stack import config_doc, ROOT
 
 sys.path[:0] = [str(ROOT / "bench" / d) for d in ("data", "lib", "fit")]
 import decision_metrics as metrics  # noqa: E402
@@ -60,7 +60,7 @@ def test_evaluate_slice(stack, tmp_path):
 def test_fit_calibration_writes_a_copy(stack, tmp_path):
     """The fit on a tiny slice writes positive temperatures and their provenance into a copy of
     serve_config.json (nothing else changes), and a reliability PNG that PIL opens."""
-    original = json.loads((ROOT / "serve_config.json").read_text())
+    original = config_doc()
     config, png = tmp_path / "serve_config.json", tmp_path / "reliability.png"
     config.write_text(json.dumps(original, indent=2, ensure_ascii=False) + "\n")
     profile = original["default_profile"]

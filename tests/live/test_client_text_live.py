@@ -10,7 +10,7 @@ import json
 import pytest
 
 from tests.support.json_http import request
-from tests.support.live_stack import ROOT
+from tests.support.live_stack import FAST_PROFILE, ROOT
 
 CONTRACT = json.loads((ROOT / "tokenizer" / "smollm2-135m-instruct.json").read_text())
 SPECIALS = CONTRACT["specials"]  # text -> id: every special token of SmolLM2's tokenizer
@@ -78,7 +78,7 @@ def laid_out(stack):
     from onepass import config
     from onepass.backend.engine import Engine
     from onepass.backend.probes import verified_labels
-    _, profile = config.load_profile(str(ROOT / "serve_config.json"), "")
+    _, profile = config.load_profile(str(ROOT / "serve_config.json"), FAST_PROFILE)
     engine = Engine(stack.vllm_url, profile.served_model_name, timeout_s=120, num_connections=2)
     yield profile, verified_labels(engine, profile), engine
     engine.close()
@@ -163,7 +163,7 @@ def test_ordinary_text_is_untouched(stack):
     from onepass.pipeline import offline
     from onepass.api import systemone as systemone_api
     from onepass.prompt.layout import LabelSet, layout
-    _, profile = config.load_profile(str(ROOT / "serve_config.json"), "")
+    _, profile = config.load_profile(str(ROOT / "serve_config.json"), FAST_PROFILE)
     body = {"model": "jev-latest", "state": "A <b>bold</b> claim | pipes |> and <| brackets",
             "questions": {"refund": {"type": "noul", "instructions": "Refund?"}}}
     status, _, doc = stack.request("POST", "/v1/systemone", body)

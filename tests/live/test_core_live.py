@@ -17,6 +17,7 @@ import urllib.request
 
 import pytest
 from tests.support.browser import Watched, chromium, drawn, open_page, send
+from tests.support.live_stack import config_doc
 from tests.support.paths import ROOT
 
 from onepass import STEPS, config, kinds
@@ -121,7 +122,7 @@ def service(stack, tmp_path_factory):
     for toy in toys:
         kinds.register(toy)  # the one registry line each kind needs
     try:
-        doc = json.loads((ROOT / "serve_config.json").read_text())
+        doc = config_doc()
         profile = doc["profiles"][doc["default_profile"]]
         profile["mood_labels"] = ["X", "Y", "Z"]  # its profile keys: labels ...
         profile["calibration"]["temperature"]["mood"] = 1.0  # ... and a temperature

@@ -10,7 +10,7 @@ import pytest
 from tests.support import hf_reference
 from tests.support.engine_calls import (LABELS, PROMPTS, cached_tokens, complete, label_logprobs,
                                         tokenize, unique)
-from tests.support.live_stack import ROOT, SMOLLM2
+from tests.support.live_stack import config_doc, ROOT, SMOLLM2
 
 TWO_WAY = "bidirectional"
 FILLER = " The order history lists every payment, refund and message in date order." * 40
@@ -156,7 +156,7 @@ def test_two_way_equals_hf_in_bf16(bf16):
 
 
 SMALL_BUDGET = 48  # tokens a step: under the set probe's options and every two-way probe
-CONFIG = json.loads((ROOT / "serve_config.json").read_text())
+CONFIG = config_doc()
 LISTING = {**CONFIG["profiles"][CONFIG["default_profile"]]["layout"], "option_sets": False}
 
 

@@ -16,15 +16,15 @@ import pytest
 from tests.support.client_threads import Clients
 from tests.support.json_http import request
 from tests.support.live_bodies import NOUL, body
-from tests.support.live_stack import (ROOT, free_port, launch_serve, serve_stack, start_shim,
-                                      wait_health)
+from tests.support.live_stack import (ROOT, config_doc, free_port, launch_serve, serve_stack,
+                                      start_shim, wait_health)
 
 pytestmark = pytest.mark.last
 
 
 def variant(tmp_path: Path, **changes) -> Path:
     """serve_config.json with the default profile's fields changed."""
-    doc = json.loads((ROOT / "serve_config.json").read_text())
+    doc = config_doc()
     doc["profiles"][doc["default_profile"]].update(changes)
     path = tmp_path / "serve_config.json"
     path.write_text(json.dumps(doc))

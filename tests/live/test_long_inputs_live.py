@@ -5,7 +5,8 @@ import json
 import pytest
 
 from tests.support.json_http import request
-from tests.support.live_stack import ROOT, free_port, start_shim, wait_health
+from tests.support.live_stack import (FAST_PROFILE, ROOT, config_doc, free_port, start_shim,
+                                      wait_health)
 from tests.support.response_contract import check_response
 
 CONTEXT = 1024  # the second shim's profile: a small context keeps the CPU reads short
@@ -28,7 +29,7 @@ def text_state(tokens: int, planted_at: float | None = 0.5) -> str:
 @pytest.fixture(scope="module")
 def small(stack, tmp_path_factory):
     """A second shim on the session's vLLM whose profile allows CONTEXT tokens."""
-    doc = json.loads((ROOT / "serve_config.json").read_text())
+    doc = config_doc()
     doc["profiles"][doc["default_profile"]]["max_model_len"] = CONTEXT
     config = tmp_path_factory.mktemp("small") / "serve_config.json"
     config.write_text(json.dumps(doc))
@@ -95,7 +96,7 @@ def test_planted_paragraph_kept_by_vllms_token_counts(stack):
     from onepass.backend.engine import Engine
     from onepass.backend.probes import verified_labels
     from onepass.decision import Decision, Option, Question
-    _, profile = config.load_profile(str(ROOT / "serve_config.json"), "")
+    _, profile = config.load_profile(str(ROOT / "serve_config.json"), FAST_PROFILE)
     engine = Engine(stack.vllm_url, profile.served_model_name, timeout_s=120, num_connections=8)
     try:
         labels = verified_labels(engine, profile)

@@ -10,7 +10,7 @@ import base64
 
 from tests.support.image_requests import RED
 from tests.support.json_http import request
-from tests.support.live_stack import ROOT
+from tests.support.live_stack import FAST_PROFILE, ROOT
 
 from onepass.kinds.number import WHOLE
 from onepass.profile import load_profile
@@ -58,7 +58,7 @@ def test_off_auto_on_follow_the_gate(stack):
     """off: nobody thinks; on: every question thinks; auto: exactly the read questions whose
     first answer's top probability is below the profile's tau. Counts: reasoning tokens are
     part of the output tokens, and input tokens grow with the thoughts' and re-reads' prompts."""
-    tau = load_profile(str(ROOT / "serve_config.json"), "smollm2-135m")[1].reasoning.tau
+    tau = load_profile(str(ROOT / "serve_config.json"), FAST_PROFILE)[1].reasoning.tau
     off = ask(stack, READS, **reasoning("off"))
     assert "x_effort_used" not in off or "reasoning" not in off["x_effort_used"]
     on = ask(stack, {**READS, "late": LATE}, **reasoning("on"))

@@ -8,7 +8,7 @@ import pytest
 
 from tests.support.live_bodies import (CHOICE, NOUL, PLAIN, SCORE, TICKET, UNTEMPERED, body,
                                        raw)
-from tests.support.live_stack import ROOT
+from tests.support.live_stack import FAST_PROFILE, ROOT
 from tests.support.response_contract import check_response
 
 
@@ -203,7 +203,7 @@ def test_answers_are_the_models_label_distribution(stack, override):
     from onepass.prompt.layout import layout
     from onepass.backend.probes import verified_labels
     from onepass.backend.engine import Engine
-    _, profile = config.load_profile(str(ROOT / "serve_config.json"), "")
+    _, profile = config.load_profile(str(ROOT / "serve_config.json"), FAST_PROFILE)
     if override:
         profile = replace(profile, layout=config.Layout(),
                           calibration=config.Calibration(UNTEMPERED["temperature"]))

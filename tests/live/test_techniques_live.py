@@ -5,7 +5,7 @@ import math
 
 from tests.support.json_http import request
 from tests.support.live_bodies import PLAIN, UNTEMPERED
-from tests.support.live_stack import ROOT, free_port, start_shim, wait_health
+from tests.support.live_stack import config_doc, ROOT, free_port, start_shim, wait_health
 from tests.support.response_contract import check_response
 
 CHOICE = {"type": "choice", "instructions": "Which team should handle it?",
@@ -65,7 +65,7 @@ def test_calibration_overrides_apply_the_temperature(stack):
 def test_reread_below_threshold_blends_two_to_one(stack, tmp_path):
     """calibration.reread_below: an uncertain choice is read again with the request written
     twice and blended 2/3 first + 1/3 second; the response says how many were re-read."""
-    doc = json.loads((ROOT / "serve_config.json").read_text())
+    doc = config_doc()
     doc["profiles"][doc["default_profile"]]["calibration"]["reread_below"] = 0.999
     doc["profiles"][doc["default_profile"]]["layout"]["option_sets"] = False  # sets: read once
     config = tmp_path / "serve_config.json"

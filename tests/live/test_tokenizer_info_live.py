@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pytest
 
-from tests.support.live_stack import ROOT
+from tests.support.live_stack import FAST_PROFILE, ROOT
 
 CONTRACT = json.loads((ROOT / "tokenizer" / "smollm2-135m-instruct.json").read_text())
 SPECIALS = CONTRACT["specials"]  # text -> id: SmolLM2's 17 special tokens
@@ -20,7 +20,7 @@ def served(stack):
     """(profile, engine): the default profile and a client of the stack's vLLM."""
     from onepass import config
     from onepass.backend.engine import Engine
-    _, profile = config.load_profile(str(ROOT / "serve_config.json"), "")
+    _, profile = config.load_profile(str(ROOT / "serve_config.json"), FAST_PROFILE)
     engine = Engine(stack.vllm_url, profile.served_model_name, timeout_s=120, num_connections=2)
     yield profile, engine
     engine.close()

@@ -11,15 +11,15 @@ import pytest
 
 from tests.support import live_bodies
 from tests.support.json_http import request
-from tests.support.live_stack import (CPU_ARGS, ROOT, SMOLLM2, changed_profile, clean_env,
-                                      free_port, start_shim, wait_health)
+from tests.support.live_stack import (CPU_ARGS, FAST_PROFILE, ROOT, SMOLLM2, changed_profile,
+                                      clean_env, config_doc, free_port, start_shim, wait_health)
 
 # Read untempered: the probe references and the mode comparison are about the raw label odds.
 UNTEMPERED = {"calibration": live_bodies.UNTEMPERED}
 NOUL_BODY = {"model": "jev-latest", "state": "The parcel arrived crushed and the mug is broken.",
              "questions": {"damaged": {"type": "noul", "instructions": "Was the item damaged?"}},
              "kwargs": UNTEMPERED}
-PROFILE = json.loads((ROOT / "serve_config.json").read_text())["profiles"]["smollm2-135m"]
+PROFILE = config_doc()["profiles"][FAST_PROFILE]
 
 
 

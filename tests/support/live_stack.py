@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tests.support.json_http import request
-from tests.support.paths import ROOT
+from tests.support.paths import FAST_PROFILE, ROOT
 
 KEEP = {"ONEPASS_VENV", "ONEPASS_CACHE"}  # where things are installed; other settings are the tests'
 CACHE = Path(os.environ.get("ONEPASS_CACHE") or Path.home() / ".cache" / "onepass")
@@ -28,6 +28,7 @@ VLLM_TEST_ARGS = ("--max-num-batched-tokens", "1024", "--enable-prompt-tokens-de
 # The vision stack's profile: the small Idefics3 trained here to find the box scenes' objects
 # (models/idefics3-grounding, docs/box.md): the image path end to end, and boxes a test can score.
 VISION_PROFILE = "idefics3-grounding"
+# Every serve.sh and shim here gets FAST_PROFILE unless a test names another profile.
 CPU_ARGS = ("--dtype", "float32", "--enforce-eager", "--block-size", "32", "--max-model-len",
             "4096")
 
@@ -76,11 +77,18 @@ class Stack:
         return request((base or self.url), method, path, body, headers)
 
 
-def changed_profile(tmp_path, **changes) -> tuple[str, str]:
-    """The shim's flags for serve_config.json with the default profile's fields changed,
-    written in `tmp_path`."""
+def config_doc() -> dict:
+    """serve_config.json as the live suite serves it: FAST_PROFILE its default."""
     doc = json.loads((ROOT / "serve_config.json").read_text())
-    doc["profiles"][doc["default_profile"]].update(changes)
+    doc["default_profile"] = FAST_PROFILE
+    return doc
+
+
+def changed_profile(tmp_path, **changes) -> tuple[str, str]:
+    """The shim's flags for serve_config.json with FAST_PROFILE's fields changed, written in
+    `tmp_path`."""
+    doc = config_doc()
+    doc["profiles"][FAST_PROFILE].update(changes)
     config = tmp_path / "serve_config.json"
     config.write_text(json.dumps(doc))
     return "--config", str(config)
@@ -89,6 +97,7 @@ def changed_profile(tmp_path, **changes) -> tuple[str, str]:
 def start_shim(vllm_url, port, env_extra=None, args=()):
     """A second shim process against the session's vLLM (auth, guard-failure tests)."""
     env = clean_env()
+    env["ONEPASS_PROFILE"] = FAST_PROFILE  # a test's --profile or --config default wins
     env.update(env_extra or {})
     proc = subprocess.Popen([sys.executable, str(ROOT / "shim.py"), "--port", str(port),
                              "--vllm", vllm_url, "--config", str(ROOT / "serve_config.json"),
@@ -115,7 +124,7 @@ def launch_serve(log_dir, until: str, env_extra=None) -> tuple[subprocess.Popen,
     env = clean_env()
     env.update(ONEPASS_PORT=str(free_port()), ONEPASS_VLLM_PORT=str(free_port()),
                ONEPASS_LOG_DIR=str(log_dir), ONEPASS_DEVICE="cpu", ONEPASS_DTYPE="float32",
-               ONEPASS_VLLM_ARGS=" ".join(VLLM_TEST_ARGS))
+               ONEPASS_VLLM_ARGS=" ".join(VLLM_TEST_ARGS), ONEPASS_PROFILE=FAST_PROFILE)
     env.update(env_extra or {})  # the caller's settings win (a dtype, a profile)
     proc = subprocess.Popen(["bash", str(ROOT / "serve.sh")], env=env, cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)

@@ -4,9 +4,9 @@ from dataclasses import replace
 
 from onepass import config
 from onepass.prompt.layout import LabelSet
-from tests.support.paths import ROOT
+from tests.support.paths import FAST_PROFILE, ROOT
 
-EMBEDDED = config.load_profile(str(ROOT / "serve_config.json"), "")[1]
+EMBEDDED = config.load_profile(str(ROOT / "serve_config.json"), FAST_PROFILE)[1]
 # The unit tests lay prompts out with every technique off (dataclass defaults) and untempered,
 # whatever the embedded profile's measured defaults are; TestTechniques turns them on one by one.
 PROFILE = replace(EMBEDDED, layout=config.Layout(),

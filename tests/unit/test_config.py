@@ -4,9 +4,11 @@ is held to, and each kind's own settings. The profile file is tested in
 tests/unit/test_profile.py; the image settings in tests/unit/images/test_inputs.py.
 Run: python3 -S -m unittest tests.unit.test_config
 """
+import json
 import unittest
 
 from onepass import config
+from tests.support.paths import ROOT
 
 POSITIVE = ("max_body_bytes", "max_questions", "max_in_flight", "max_reads", "engine_timeout_s",
             "drain_timeout_s", "max_box_questions", "number_max_tokens")
@@ -23,7 +25,8 @@ class TestSettings(unittest.TestCase):
         for name, (_, default, _, _) in config.SETTINGS.items():
             if name != "profile":  # resolved to the file's default profile's name
                 self.assertEqual(getattr(s, name), default, name)
-        self.assertEqual((s.profile, s.api_key), ("smollm2-135m", ""))
+        shipped = json.loads((ROOT / "serve_config.json").read_text())["default_profile"]
+        self.assertEqual((s.profile, s.api_key), (shipped, ""))
 
     def test_the_environment_fills_what_no_flag_sets_and_empty_is_unset(self):
         """load: ONEPASS_* is typed like its flag; an empty variable leaves the default."""

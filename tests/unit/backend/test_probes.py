@@ -14,6 +14,7 @@ from pathlib import Path
 from onepass.backend import probes
 from onepass.decision import CAUSAL, TWO_WAY, ReadResult
 from onepass.errors import EngineFailed, EngineRefused
+from tests.support.paths import FAST_PROFILE
 
 
 class Reads:
@@ -114,7 +115,7 @@ class TwoWay(unittest.TestCase):
 class FullPrecision(unittest.TestCase):
     def setUp(self):
         from onepass import config
-        _, self.profile = config.load_profile("serve_config.json", "")
+        _, self.profile = config.load_profile("serve_config.json", FAST_PROFILE)
         self.labels = probes.LabelSet(choice=[(chr(65 + i), 100 + i) for i in range(26)],
                                       noul=[("Yes", 1), ("No", 2)],
                                       score=[(str(i), 10 + i) for i in range(10)])
@@ -163,7 +164,7 @@ class Tokenizer:
 class Specials(unittest.TestCase):
     def setUp(self):
         from onepass import config
-        _, self.profile = config.load_profile("serve_config.json", "")
+        _, self.profile = config.load_profile("serve_config.json", FAST_PROFILE)
         self.contract = json.loads(Path(self.profile.tokenizer_contract).read_text())["specials"]
 
     def test_the_shipped_spelling_passes(self):

@@ -51,6 +51,19 @@ class Measures(unittest.TestCase):
         self.assertNotEqual(bands, bootstrap.intervals(records, 300, seed=1))
         self.assertEqual(bands["order_sensitivity"], (None, None))
 
+    def test_information_needs_both_intervals_above_zero(self):
+        """The default profile's rule: a row that is right and confident most of the time gives
+        information; the uniform answer (skill 0, accuracy at chance) and a row right more
+        often than chance but over-confident when wrong (skill below 0) do not."""
+        sure = [rec(i, {"a": 0.8, "b": 0.2}, "a" if i % 5 else "b") for i in range(80)]
+        uniform = [rec(i, {"a": 0.5, "b": 0.5}, "a" if i % 2 else "b") for i in range(80)]
+        rash = [rec(i, {"a": 1.0, "b": 0.0}, "a" if i % 3 else "b") for i in range(80)]
+        self.assertAlmostEqual(bootstrap.skill(sure)["over_chance"], 0.3)
+        self.assertTrue(bootstrap.informative(bootstrap.intervals(sure, 200)))
+        self.assertFalse(bootstrap.informative(bootstrap.intervals(uniform, 200)))
+        self.assertGreater(bootstrap.intervals(rash, 200)["over_chance"][0], 0)
+        self.assertFalse(bootstrap.informative(bootstrap.intervals(rash, 200)))
+
     def test_paired_with_itself_is_zero(self):
         records = [rec(i, {"a": 0.6, "b": 0.4}, "a" if i % 2 else "b") for i in range(20)]
         d = bootstrap.paired(records, records, 100)

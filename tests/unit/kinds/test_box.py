@@ -252,7 +252,7 @@ class TestServerRefusal(unittest.TestCase):
         with the probe's reason."""
         path = str(ROOT / "serve_config.json")
         reasons = {}
-        for name in ("smollm2-135m", "idefics3-tiny"):
+        for name in ("smollm2-135m-fast", "idefics3-tiny"):
             settings = types.SimpleNamespace(model=load_profile(path, name)[1],
                                              max_box_questions=4)
             failed = types.SimpleNamespace(structured="the generation gave 'hello'")
@@ -260,7 +260,7 @@ class TestServerRefusal(unittest.TestCase):
             passed = box.KIND.limit(settings, types.SimpleNamespace(structured=""))
             self.assertEqual(passed.refusal is None, name == "idefics3-tiny")
             self.assertEqual(passed.most, 4)
-        self.assertIn("vision-language", reasons["smollm2-135m"])
+        self.assertIn("vision-language", reasons["smollm2-135m-fast"])
         self.assertIn("structured outputs", reasons["idefics3-tiny"])
         self.assertIn("the generation gave 'hello'", reasons["idefics3-tiny"])
 

@@ -55,7 +55,7 @@ class TestRegistry(unittest.TestCase):
             overrides(kind.decisions, API_HOOKS[Decisions], Decisions)
             self.assertTrue(kind.systemone.warmup_short and kind.decisions.warmup, kind.name)
             self.assertIn(kind.label_key, json.loads((ROOT / "serve_config.json").read_text())
-                          ["profiles"]["smollm2-135m"])
+                          ["profiles"]["smollm2-135m-fast"])
 
     def test_types_by_api(self):
         """by_api: each API's types, in registration order; types(): each once, System One's

@@ -97,20 +97,20 @@ class TestShippedProfiles(unittest.TestCase):
             contract = Path(tmp) / "contract.json"
             contract.write_text(json.dumps(doc))
             conf = json.loads(CONFIG.read_text())
-            conf["profiles"]["smollm2-135m"]["tokenizer_contract"] = str(contract)
+            conf["profiles"]["smollm2-135m-fast"]["tokenizer_contract"] = str(contract)
             path = Path(tmp) / "serve_config.json"
             path.write_text(json.dumps(conf))
             with self.assertRaisesRegex(config.ConfigError, "lists no special tokens"):
-                config.load_profile(str(path), "smollm2-135m")
+                config.load_profile(str(path), "smollm2-135m-fast")
 
     def test_specials_come_from_the_contract_never_the_profile_file(self):
         conf = json.loads(CONFIG.read_text())
-        conf["profiles"]["smollm2-135m"]["specials"] = []
+        conf["profiles"]["smollm2-135m-fast"]["specials"] = []
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / "serve_config.json"
             path.write_text(json.dumps(conf))
             with self.assertRaisesRegex(config.ConfigError, "unknown keys.*specials"):
-                config.load_profile(str(path), "smollm2-135m")
+                config.load_profile(str(path), "smollm2-135m-fast")
 
     def test_compiled_once_per_profile(self):
         self.assertIs(neutral.of(EMBEDDED), neutral.of(EMBEDDED))
