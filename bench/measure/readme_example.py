@@ -90,7 +90,7 @@ def rendered(doc: dict) -> str:
 
 
 def write(readme: str, doc: dict, dtype: str, machine: str) -> str:
-    block = (f"The shipped default's answer ({doc['model']}, {dtype} on {machine}, "
+    block = (f"The shipped default's answer ({doc['model']}, {dtype} on {machine},\n"
              f"{datetime.date.today().isoformat()}; written by "
              f"`bench/measure/readme_example.py --write`):\n\n```json\n{rendered(doc)}\n```\n"
              f"<!-- readme_example fingerprint {fingerprint(readme)} -->\n")
