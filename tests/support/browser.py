@@ -6,6 +6,8 @@ import shutil
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
+
 
 def chromium_path() -> str:
     found = shutil.which("chromium") or "/usr/bin/chromium"
@@ -77,3 +79,23 @@ def drawn(page) -> dict:
             [b.dataset.option, [Number(b.dataset.p), b.querySelector('.value').firstChild
              .textContent, parseFloat(b.querySelector('.fill').style.width),
              b.dataset.rawP === undefined ? null : Number(b.dataset.rawP)]]))]))""")
+
+
+def expected_bars(answer: dict) -> dict:
+    """The API's answer as bars: P(yes) and P(no) for a noul, each option's probability else."""
+    if answer["type"] == "noul":
+        return {"yes": answer["noul"], "no": 1 - answer["noul"]}
+    return dict(answer["probabilities"])
+
+
+def assert_bars_match(bars: dict, answers: dict, raw: dict | None = None):
+    assert set(bars) == set(answers)
+    for qid, answer in answers.items():
+        want = expected_bars(answer)
+        assert list(bars[qid]) == list(want), qid  # every option, in the response's order
+        for option, p in want.items():
+            shown, text, width, raw_p = bars[qid][option]
+            assert shown == pytest.approx(p, abs=1e-9), (qid, option)
+            assert text == f"{p:.3f}" and width == pytest.approx(100 * p, abs=0.01)
+            if raw is not None:
+                assert raw_p == pytest.approx(expected_bars(raw[qid])[option], abs=1e-9)
