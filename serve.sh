@@ -7,7 +7,9 @@
 # ONEPASS_PROFILE (serve_config.json's default), ONEPASS_MODEL (path or hub id; default: the
 # profile's embedded model, built once: SmolLM2 unless the profile names another),
 # ONEPASS_API_KEY (empty = auth off, which the shim accepts on loopback only unless
-# ONEPASS_ALLOW_NO_KEY=1; "new,old" accepts both during a rotation), ONEPASS_DEVICE (auto|cpu|gpu),
+# ONEPASS_ALLOW_NO_KEY=1; "new,old" accepts both during a rotation), ONEPASS_VLLM_KEY (vLLM's
+# key: unset = made fresh at each start and given to vLLM and the shim only; set it only for a
+# harness or bench that calls vLLM itself), ONEPASS_DEVICE (auto|cpu|gpu),
 # ONEPASS_DTYPE (CPU: auto = bf16 where native, else fp32; float32|bfloat16), ONEPASS_EAGER
 # (CPU: 1 = --enforce-eager, the default; 0 = torch.compile), ONEPASS_VENV (.venv), ONEPASS_CACHE
 # (~/.cache/onepass), ONEPASS_LOG_DIR (logs), ONEPASS_VLLM_ARGS (extra vLLM flags),
@@ -197,7 +199,7 @@ vllm_command() {  # VLLM_CMD, VLLM_ENV (NAME=value: start_vllm exports them) and
   [ "$DEVICE" = cpu ] &&
     VLLM_ENV+=("VLLM_CPU_OMP_THREADS_BIND=${VLLM_CPU_OMP_THREADS_BIND:-0-$(($(nproc) - 1))}")
   [ -z "${ONEPASS_MODEL:-}" ] && VLLM_ENV+=(HF_HUB_OFFLINE=1)
-  local backend=""
+  local backend="" guard=""
   if [ "$PATCHES" = 1 ]; then
     VLLM_ENV+=("VLLM_PLUGINS=${VLLM_PLUGINS-}")
   else
@@ -209,6 +211,9 @@ vllm_command() {  # VLLM_CMD, VLLM_ENV (NAME=value: start_vllm exports them) and
     # Two-way rows need a backend that reads per-row causal flags; on CUDA vLLM would pick
     # FlashAttention 2/3, which the plugin refuses at start-up.
     [ "$DEVICE" = gpu ] && backend="--attention-backend TRITON_ATTN"
+    # vLLM checks its key under /v1 only; /invocations answers completions without it: the
+    # guard holds every route but /health and /metrics to the key (engine/, on the venv's path)
+    guard="--middleware onepass_engine.guard.Guard"
   fi
   # GPU: set reads run in vLLM's V1 model runner only (the plugin refuses them on V2, CUDA's
   # default), so a profile that reads its choices as sets starts vLLM on V1.
@@ -228,6 +233,9 @@ vllm_command() {  # VLLM_CMD, VLLM_ENV (NAME=value: start_vllm exports them) and
   local profile_args=()
   mapfile -t profile_args < <(profile_vllm_args)
   VLLM_ENV+=(VLLM_MEDIA_URL_ALLOW_REDIRECTS=0)
+  # vLLM answers only the shim: its /v1 routes require this key (the environment, not
+  # --api-key: argv is visible to every local user)
+  VLLM_ENV+=("VLLM_API_KEY=$VLLM_KEY")
   # Constrained generations (box questions) without free whitespace: the schema then bounds
   # the reply, which a model may otherwise fill with spaces until the token cap (docs/box.md).
   # vLLM 0.32 reads this engine-wide only, and only with a named backend.
@@ -239,7 +247,7 @@ vllm_command() {  # VLLM_CMD, VLLM_ENV (NAME=value: start_vllm exports them) and
   # shellcheck disable=SC2086
   VLLM_CMD=("$PY" -m vllm.entrypoints.openai.api_server --model "$MODEL"
     --served-model-name "$(profile_field served_model_name)" --host 127.0.0.1 --port "$VLLM_PORT"
-    --dtype "$dtype" --max-model-len "$(profile_field max_model_len)" $eager $backend
+    --dtype "$dtype" --max-model-len "$(profile_field max_model_len)" $eager $backend $guard
     --enable-prompt-tokens-details --structured-outputs-config "$structured"
     --enable-tokenizer-info-endpoint --enable-log-requests
     "${head[@]}" "${profile_args[@]}" ${ONEPASS_VLLM_ARGS:-})
@@ -247,13 +255,22 @@ vllm_command() {  # VLLM_CMD, VLLM_ENV (NAME=value: start_vllm exports them) and
   # Compiled (not eager): a compile cache per engine configuration, as the H2O card runs its
   # engines. vLLM 0.32.0 keys its compiled graphs without hf_overrides or the image limits, so
   # two configurations that differ only there would share graphs. The key: the device, the
-  # lock's vLLM pin, and every setting and flag above but the venv's path and the port.
+  # lock's vLLM pin, and every setting and flag above but the venv's path, the port and the key.
   if [[ $eager != *--enforce-eager* ]]; then
     local key
     key=$(printf '%s\n' "$DEVICE" "$(grep -m 1 '^vllm' "$ROOT/deps/$DEVICE.txt")" \
-      "${VLLM_ENV[@]}" "${VLLM_CMD[@]:1}" | grep -vx -- "$VLLM_PORT" | sha256sum | cut -c 1-16)
+      "${VLLM_ENV[@]}" "${VLLM_CMD[@]:1}" | grep -vx -e "$VLLM_PORT" -e 'VLLM_API_KEY=.*' |
+      sha256sum | cut -c 1-16)
     VLLM_ENV+=("VLLM_CACHE_ROOT=${VLLM_CACHE_ROOT:-$CACHE/vllm}/$key")
   fi
+}
+
+new_vllm_key() {  # VLLM_KEY: ONEPASS_VLLM_KEY, else 32 fresh random bytes in hex; the shim reads
+  # it from ONEPASS_VLLM_KEY (its environment, never argv), vLLM from VLLM_API_KEY
+  VLLM_KEY=${ONEPASS_VLLM_KEY:-$(od -An -N32 -tx1 /dev/urandom | tr -d ' \n')}
+  [ ${#VLLM_KEY} -ge 32 ] ||
+    die 12 "vLLM's key is under 32 characters (ONEPASS_VLLM_KEY, or /dev/urandom unreadable)"
+  export ONEPASS_VLLM_KEY=$VLLM_KEY
 }
 
 start_vllm() {
@@ -340,9 +357,10 @@ dry_run_one() {  # dry_run_one PROFILE DEVICE: the two lines the start would run
   DEVICE=$2
   vllm_command
   shim_command
-  for v in $(compgen -e | grep '^ONEPASS_' | sort); do
+  for v in $(compgen -e | grep '^ONEPASS_' | grep -vx ONEPASS_VLLM_KEY | sort); do
     if [ "$v" = ONEPASS_API_KEY ]; then shim_env+=("$v=<withheld>"); else shim_env+=("$v=${!v}"); fi
   done
+  shim_env+=("ONEPASS_VLLM_KEY=$VLLM_KEY")  # the start gives the shim vLLM's key
   echo "profile $name device $DEVICE"
   echo "  # dtype $VLLM_DTYPE: $VLLM_DTYPE_WHY"
   echo "  # model: $MODEL_NOTE"
@@ -379,6 +397,8 @@ dry_run() {  # --dry-run: the start's commands from vllm_command and shim_comman
   # (or ONEPASS_PROFILE) and device (cpu and gpu, or ONEPASS_DEVICE); needs no venv or GPU, and
   # installs, fetches or starts nothing
   local devices profiles p
+  VLLM_KEY="<fresh at start>"  # the start's key, never printed
+  [ -n "${ONEPASS_VLLM_KEY:-}" ] && VLLM_KEY="<withheld>"
   case "${ONEPASS_DEVICE:-auto}" in
     auto) devices="cpu gpu" ;;
     *) devices=$(device) ;;  # cpu or gpu, else exit 10; nvidia-smi is never asked here
@@ -395,6 +415,8 @@ dry_run() {  # --dry-run: the start's commands from vllm_command and shim_comman
   echo "# serve.sh --dry-run: nothing installed, fetched or started. Per profile and device: the"
   echo "# vLLM and shim command lines (logs to $LOG_DIR), each after the NAME=value settings"
   echo "# serve.sh gives it; the rest of the environment is inherited (ONEPASS_API_KEY withheld)."
+  echo "# vLLM requires a key (VLLM_API_KEY; the shim gets it as ONEPASS_VLLM_KEY), shown as"
+  echo "# $VLLM_KEY: its value is never printed."
   for p in $profiles; do
     # shellcheck disable=SC2086
     ( dry_run_profile "$p" "${profiles%%$'\n'*}" $devices ) || exit $?
@@ -409,6 +431,7 @@ trap 'say "stopping"; stop_all; exit 0' TERM INT
 check_shim
 verify
 [ "${1:-}" = "--verify-only" ] && exit 0
+new_vllm_key
 start_vllm
 start_shim
 warm_up

@@ -9,6 +9,7 @@ No ONEPASS_API_KEY on an address other than loopback is a bad configuration unle
 Exit codes: 0 clean stop (or a configuration that passed --check-config), 3 bad configuration,
 4 port unavailable.
 """
+import ctypes
 import logging
 import os
 import signal
@@ -26,7 +27,22 @@ from onepass.edge.connections import Server  # noqa: E402
 from onepass.server import Service  # noqa: E402
 
 
+M_MMAP_THRESHOLD, LARGE_BLOCK = -3, 1 << 20
+
+
+def give_back_large_blocks() -> None:
+    """glibc raises its mmap threshold to the largest block freed (up to 32 MiB), then keeps
+    such blocks in its per-thread arenas: after a burst of large bodies the shim would hold
+    hundreds of MiB it no longer uses. A fixed 1 MiB threshold returns every larger block to
+    the system when it is freed (bench/measure/hostile_clients.py)."""
+    try:
+        ctypes.CDLL(None).mallopt(M_MMAP_THRESHOLD, LARGE_BLOCK)
+    except (OSError, AttributeError):
+        pass  # not glibc: its allocator has its own rules
+
+
 def main(argv=None) -> int:
+    give_back_large_blocks()
     try:
         settings = config.load(argv)
     except config.ConfigError as e:

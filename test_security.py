@@ -694,17 +694,22 @@ class TestHostileBodies(unittest.TestCase):
             self.assertIn("asset placeholders", doc["detail"]["message"])
 
     def test_a_full_body_budget_is_a_retryable_refusal(self):
-        """A body that claims the whole body budget while it trickles in: a second request
-        waits `--body-budget-wait-s`, then gets 529 with retry-after-ms in its route's shape
-        (never a hang or a 5xx); once the first is gone, the second is answered."""
+        """Bodies from four addresses, each its address's share, that claim the whole body
+        budget while they trickle in: a request from a fifth waits `--body-budget-wait-s`,
+        then gets 529 with retry-after-ms in its route's shape (never a hang or a 5xx); once
+        they are gone, it is answered."""
         fake = FakeEngine()
         self.addCleanup(fake.stop)
         server = start_shim(fake.url, ONEPASS_BODY_BUDGET_BYTES="1000000",
                             ONEPASS_BODY_BUDGET_WAIT_S="0.3")
         self.addCleanup(stop_shim, server)
-        hog = socket.create_connection(server.server_address[:2], timeout=5)
-        hog.sendall(request("POST", "/v1/systemone", headers={"Content-Length": "500000"}))
-        time.sleep(0.3)  # its claim is taken before a byte of its body is read
+        hogs = []
+        for n in range(2, 6):
+            hog = socket.create_connection(server.server_address[:2], timeout=5,
+                                           source_address=(f"127.0.0.{n}", 0))
+            hog.sendall(request("POST", "/v1/systemone", headers={"Content-Length": "250000"}))
+            hogs.append(hog)
+        time.sleep(0.3)  # their claims are taken before a byte of their bodies is read
         for path, body in (("/v1/systemone", req({"q": NOUL_Q})), ("/v1/decisions", {
                 "model": "jev-latest", "input": "x", "questions": [
                     {"type": "predicate", "instructions": "Refund?"}]})):
@@ -714,7 +719,7 @@ class TestHostileBodies(unittest.TestCase):
             self.assertEqual((status, *retry), (529, "1000", "1"), doc)
             self.assertLess(time.monotonic() - started, 2)
             self.assertEqual(set(doc), {"detail"} if "systemone" in path else {"error"})
-        hog.close()
+        [hog.close() for hog in hogs]
         deadline = time.monotonic() + 5
         while call(server, body=req({"q": NOUL_Q}))[0] == 529 and time.monotonic() < deadline:
             time.sleep(0.05)

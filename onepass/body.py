@@ -25,15 +25,6 @@ from . import body_limits, multipart
 from .body_limits import Limits
 from .errors import InvalidRequest, PayloadTooLarge, Problem, UnsupportedMediaType
 
-try:  # Python 3.14+
-    from compression import zstd as _zstd
-except ImportError:
-    try:
-        from backports import zstd as _zstd  # optional; the shim runs without it
-    except ImportError:
-        _zstd = None
-
-MAX_CODINGS = 2  # content codings applied on top of each other (each is bounded anyway)
 SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 # Measured with tracemalloc (tests/unit/test_body.py): a value costs json.loads at most ~182
 # bytes beyond its characters (objects of one key nested in one another: a dict each), and no
@@ -52,28 +43,17 @@ for _ch in b"]}":
 FOUR_BYTE = re.compile(rb"[\xf0-\xf4]")  # a 4-byte UTF-8 sequence: Python's str then takes 4
 # bytes for every character of the text; otherwise at most 2 for non-ASCII
 BASE64_RUN = re.compile(rb"[A-Za-z0-9+/]{1024,}=*")  # image data: a long run of base64
-ZSTD_HOWTO = ("this server cannot decode zstd request bodies: run it on Python 3.14+ or install "
-              "backports.zstd beside it, or send the body uncompressed")
 
 
 def decode(body: bytes, content_encoding: str, max_decoded_bytes: int) -> bytes:
-    """Undo Content-Encoding (applied in order, so undone in reverse)."""
-    codings = body_limits.codings(content_encoding)
-    if len(codings) > MAX_CODINGS:
-        raise UnsupportedMediaType(f"at most {MAX_CODINGS} content codings, got {len(codings)}")
-    for coding in reversed(codings):
-        if coding == "identity":
-            continue
-        if coding in ("gzip", "x-gzip", "deflate"):
+    """Undo Content-Encoding: one layer at most (body_limits.checked_layers)."""
+    for coding in body_limits.checked_layers(content_encoding):
+        if coding in body_limits.DEFLATES:
             wbits = 47 if coding != "deflate" else 15  # 47: gzip or zlib header, auto-detected
             body = _bounded(zlib.decompressobj(wbits), body, max_decoded_bytes, zlib.error)
-        elif coding == "zstd":
-            if _zstd is None:
-                raise UnsupportedMediaType(ZSTD_HOWTO)
-            body = _bounded(_zstd.ZstdDecompressor(), body, max_decoded_bytes, _zstd.ZstdError)
         else:
-            raise UnsupportedMediaType(f"unsupported Content-Encoding {coding!r}; "
-                                       "use gzip, deflate, zstd or none")
+            zstd = body_limits.ZSTD
+            body = _bounded(zstd.ZstdDecompressor(), body, max_decoded_bytes, zstd.ZstdError)
     return body
 
 
@@ -96,9 +76,12 @@ def _bounded(decompressor, data: bytes, limit: int, error) -> bytes:
 
 def read(raw: bytes, headers, lim: Limits, hold=None) -> tuple:
     """(JSON value, multipart files): the body decoded and parsed, before any API field. With
-    a hold on the body budget (holding claim's bytes), the hold is resized to what counting
-    and then parsing hold before they run; no room in time is a 529 (Overloaded)."""
-    data = decode(raw, headers.get("Content-Encoding", ""), lim.decoded)
+    a hold on the body budget (holding claim's bytes), the hold is resized to what decoding,
+    counting and then parsing hold before each runs; no room in time is a 529 (Overloaded)."""
+    coding = headers.get("Content-Encoding", "")
+    if hold is not None:  # decoding's output, claimed now that the body is in
+        hold.resize(len(raw) + body_limits.decode_claim(len(raw), coding, lim))
+    data = decode(raw, coding, lim.decoded)
     held = len(raw) + (len(data) if data is not raw else 0)
     return parse(data, headers.get("Content-Type", ""), lim, hold, held)
 
@@ -108,8 +91,8 @@ def parse(body: bytes, content_type: str, lim: Limits = Limits(), hold=None, hel
     media, _, params = content_type.partition(";")
     if media.strip().lower() != "multipart/form-data":
         return parse_json(body, content_type, lim, hold, held), {}
-    if hold is not None:  # split: a copy of the body after its preamble, then its parts
-        hold.resize(held + 2 * len(body))
+    if hold is not None:  # split: its parts, each copied once
+        hold.resize(held + len(body))
     request, ctype, files = multipart.split(body, params)
     held += len(body)
     return parse_json(request, ctype or "application/json", lim, hold, held), files

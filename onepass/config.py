@@ -21,6 +21,10 @@ from .profile import (MAX_REPEAT, Calibration, ConfigError, Layout, Profile,  # 
                       check_calibration, check_layout, expand_labels, load_profile)
 
 EXIT_BAD_CONFIG = 3
+# Every decision's deadline unless a client asks for a shorter one: far past a decision's usual
+# seconds, with room for a thought decoded on a CPU, so that only work nobody still waits for
+# is cut (docs/http-edge.md#deadlines).
+DEFAULT_DEADLINE_S = 180.0
 
 
 # name: (type, default, environment variable, meaning)
@@ -42,12 +46,36 @@ SETTINGS = {
     "body_budget_bytes": (int, 128 << 20, "ONEPASS_BODY_BUDGET_BYTES",
                           "bytes request bodies hold while read, decoded and parsed, every "
                           "request together (a larger one goes alone); a request waits for room"),
+    "body_budget_per_source": (int, 0, "ONEPASS_BODY_BUDGET_PER_SOURCE",
+                               "bytes of the body budget one address's requests hold together; "
+                               "a body's claim past it is a 529 at once (0 = a quarter of "
+                               "body_budget_bytes; one request larger than it goes beside the "
+                               "budget, one at a time)"),
     "body_budget_wait_s": (float, 5.0, "ONEPASS_BODY_BUDGET_WAIT_S",
                            "longest wait for room in the body budget; then 529 with "
                            "retry-after-ms"),
     "max_questions": (int, 400, "ONEPASS_MAX_QUESTIONS", "most questions in one request"),
     "max_in_flight": (int, 64, "ONEPASS_MAX_IN_FLIGHT",
-                      "requests answered at once; more get 529 with retry-after-ms"),
+                      "requests answered at once (a slot is taken once the body is read); more "
+                      "get 529 with retry-after-ms"),
+    "max_in_flight_per_source": (int, 0, "ONEPASS_MAX_IN_FLIGHT_PER_SOURCE",
+                                 "requests answered at once from one address; more get 529 "
+                                 "(0 = a quarter of max_in_flight; behind a proxy every request "
+                                 "has its address: set it to max_in_flight there)"),
+    # the door to the engine (edge/door.py): the in-flight requests past what may run wait, and
+    # a wait grown too long is refused (529) before any work, so an overload without deadlines
+    # serves the fresh requests in time instead of every one late (docs/http-edge.md#the-queue)
+    "max_running": (int, 32, "ONEPASS_MAX_RUNNING",
+                    "most decisions the engine answers at once; the other in-flight ones wait at "
+                    "the door, oldest first, newest first once the queue stands (0 = no door)"),
+    "running_goal_s": (float, 2.0, "ONEPASS_RUNNING_GOAL_S",
+                       "run only as many decisions at once as finish in about this time at the "
+                       "engine's measured pace, up to max_running (0 = max_running always)"),
+    "queue_target_s": (float, 0.5, "ONEPASS_QUEUE_TARGET_S",
+                       "longest wait at the door while the queue stands (it has not been empty "
+                       "for queue_interval_s); past it 529 with retry-after-ms"),
+    "queue_interval_s": (float, 2.0, "ONEPASS_QUEUE_INTERVAL_S",
+                         "longest wait at the door while the queue does not stand; past it 529"),
     "max_reads": (int, 800, "ONEPASS_MAX_READS",
                   "calls of vLLM one request may need, every step counted: reads, box edges, "
                   "thoughts, the reads after them, generations (more: 422 before the first)"),
@@ -61,10 +89,10 @@ SETTINGS = {
                      "on (or 1, or the bare flag): listen on an address other than loopback "
                      "without ONEPASS_API_KEY, auth off on purpose; off: such a start is refused"),
     "engine_timeout_s": (float, 60.0, "ONEPASS_ENGINE_TIMEOUT_S", "longest wait for one vLLM call"),
-    "request_timeout_s": (float, 0.0, "ONEPASS_REQUEST_TIMEOUT_S",
+    "request_timeout_s": (float, DEFAULT_DEADLINE_S, "ONEPASS_REQUEST_TIMEOUT_S",
                           "deadline of a whole decision from its first byte, 504 past it (0 = "
                           "none; a request's x-envoy-expected-rq-timeout-ms may set a shorter "
-                          "one)"),
+                          "one, never a longer)"),
     "engine_bytes_in_flight": (int, 256 << 20, "ONEPASS_ENGINE_BYTES_IN_FLIGHT",
                                "bytes of request bodies on their way to vLLM at once, every "
                                "request together (a larger body goes alone)"),
@@ -111,20 +139,32 @@ IMAGE_LINKS = ("public", "off", "all")
 DRAIN_REFUSALS = ("503", "close")
 ON_OFF = {"on": "on", "1": "on", "true": "on", "off": "off", "0": "off", "false": "off"}
 SECRET_ENV = "ONEPASS_API_KEY"  # read from the environment only, never from argv or the file
+# The secrets, in the table's style without a flag: each read from its environment variable only
+# (a flag would show it in `ps`), never in a repr, a log line, /health or an error.
+# name: (environment variable, meaning)
+SECRETS = {
+    "api_key": (SECRET_ENV, "the key(s) a client must send as Authorization: Bearer (unset = "
+                "auth off, on loopback only unless --allow-no-key; \"new,old\" during a rotation)"),
+    "vllm_key": ("ONEPASS_VLLM_KEY", "the key vLLM requires, sent as Authorization: Bearer on "
+                 "every call to it (serve.sh makes a fresh one at each start and gives it to vLLM "
+                 "and the shim only; unset = a vLLM that requires none)"),
+}
 SWITCHES = ("allow_no_key",)  # a bare flag means on
 
 
-# Settings: one field per row of the table, then the key (never in a repr, so never in a log line
-# by accident) and the profile.
+# Settings: one field per row of the table, then the secrets (never in a repr, so never in a log
+# line by accident) and the profile.
 Settings = make_dataclass("Settings", [(name, row[0]) for name, row in SETTINGS.items()]
-                          + [("api_key", str, field(repr=False)), ("model", Profile)], frozen=True)
+                          + [(name, str, field(repr=False)) for name in SECRETS]
+                          + [("model", Profile)], frozen=True)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="shim.py", description="onepass: System One decisions from vLLM.",
         epilog=f"The API key is read from ${SECRET_ENV} only (unset or empty = auth off, on "
-        "loopback only unless --allow-no-key; a comma separates two keys during a rotation).")
+        "loopback only unless --allow-no-key; a comma separates two keys during a rotation), "
+        f"vLLM's from ${SECRETS['vllm_key'][0]} only (serve.sh makes it).")
     for name, (kind, default, env, meaning) in SETTINGS.items():
         bare = {"nargs": "?", "const": "on"} if name in SWITCHES else {}
         parser.add_argument("--" + name.replace("_", "-"), dest=name, type=kind, default=None,
@@ -151,9 +191,12 @@ def load(argv: list[str] | None = None, environ: dict | None = None) -> Settings
                  "engine_connections", "engine_bytes_in_flight", "engine_bytes_per_request",
                  "max_reads", "max_connections", "engine_timeout_s", "client_timeout_s",
                  "max_json_values", "body_budget_bytes", "body_budget_wait_s",
-                 "keepalive_timeout_s", "drain_timeout_s", *KIND_SETTINGS):
+                 "keepalive_timeout_s", "drain_timeout_s", "queue_target_s",
+                 "queue_interval_s", *KIND_SETTINGS):
         if not 0 < values[name] < math.inf and not (name == "port" and values[name] == 0):
             raise ConfigError(f"{name} must be positive and finite, got {values[name]}")
+    if values["max_running"] < 0 or not 0 <= values["running_goal_s"] < math.inf:
+        raise ConfigError("max_running and running_goal_s must be 0 (none) or more")
     if not 0 <= values["request_timeout_s"] < math.inf:
         raise ConfigError(f"request_timeout_s must be 0 or positive, got "
                           f"{values['request_timeout_s']}")
@@ -175,9 +218,12 @@ def load(argv: list[str] | None = None, environ: dict | None = None) -> Settings
                           ) from None
     values["vllm"] = values["vllm"].rstrip("/")
     api_key = check_exposure(values, env.get(SECRET_ENV, ""))
+    vllm_key = env.get(SECRETS["vllm_key"][0], "")
+    if not (vllm_key.isascii() and vllm_key.isprintable()):  # a header carries no other
+        raise ConfigError(f"{SECRETS['vllm_key'][0]} holds characters a header cannot carry")
     profile_name, profile = load_profile(values["config"], values["profile"])
     values["profile"] = profile_name
-    return Settings(api_key=api_key, model=profile, **values)
+    return Settings(api_key=api_key, vllm_key=vllm_key, model=profile, **values)
 
 
 def port_list(text: str) -> tuple[int, ...]:
@@ -191,8 +237,10 @@ def port_list(text: str) -> tuple[int, ...]:
 def check_exposure(values: dict, api_key: str) -> str:
     """The key, once it holds one; no key on an address other than loopback only when
     allow_no_key says so (anything that reaches that address could use the model)."""
-    if values["max_connections_per_source"] < 0:
-        raise ConfigError("max_connections_per_source must be 0 (the default share) or more")
+    for name in ("max_connections_per_source", "max_in_flight_per_source",
+                 "body_budget_per_source"):
+        if values[name] < 0:
+            raise ConfigError(f"{name} must be 0 (the default share) or more")
     values["allow_no_key"] = ON_OFF.get(values["allow_no_key"].lower(), values["allow_no_key"])
     if values["allow_no_key"] not in ("on", "off"):
         raise ConfigError("allow_no_key must be on or off (1 or 0)")

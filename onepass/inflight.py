@@ -42,6 +42,7 @@ class Call:
         self._lock = threading.Lock()
         self._n = itertools.count(1)
         self.traceparent = None
+        self.source = ""  # the client's address: the door keeps addresses apart
 
     def adopt(self, request_id: str | None, traceparent: str | None) -> str:
         """The client's X-Request-Id, when it is a safe one (else the id this Call was given),

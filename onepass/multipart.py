@@ -37,25 +37,28 @@ def param(params: str, name: str) -> str | None:
 
 
 def _parts(body: bytes, boundary: bytes) -> dict:
-    """{name: (bytes, content type)}; every part needs a unique form-data name."""
+    """{name: (bytes, content type)}; every part needs a unique form-data name. Parts are found
+    one at a time and each is copied once, so a body of many tiny parts is refused at part
+    MAX_PARTS + 1 without splitting the rest of it."""
     def bad(msg):
         return InvalidRequest([Problem((), f"malformed multipart body: {msg}", "value_error")])
     delimiter = b"--" + boundary
+    between = b"\r\n" + delimiter
     start = body.find(delimiter)  # anything before it is a preamble, ignored
     if start < 0:
         raise bad("the boundary never occurs")
-    chunks = body[start + len(delimiter):].split(b"\r\n" + delimiter)
-    if len(chunks) > MAX_PARTS + 1:
-        raise bad(f"more than {MAX_PARTS} parts")
-    parts = {}
-    for chunk in chunks:
-        if chunk.startswith(b"--"):  # the closing delimiter
+    at, parts = start + len(delimiter), {}
+    for _ in range(MAX_PARTS + 1):
+        if body.startswith(b"--", at):  # the closing delimiter
             return parts
-        head, sep, content = chunk.partition(b"\r\n\r\n")
-        if not sep:
+        end = body.find(between, at)
+        blank = body.find(b"\r\n\r\n", at, len(body) if end < 0 else end)
+        if end < 0:
+            raise bad("no closing boundary")
+        if blank < 0:
             raise bad("a part without a blank line after its headers")
         headers = {}
-        for line in head.decode("utf-8", "replace").split("\r\n")[1:]:
+        for line in body[at:blank].decode("utf-8", "replace").split("\r\n")[1:]:
             key, _, value = line.partition(":")
             headers[key.strip().lower()] = value.strip()
         disposition, _, params = headers.get("content-disposition", "").partition(";")
@@ -64,5 +67,6 @@ def _parts(body: bytes, boundary: bytes) -> dict:
             raise bad("every part needs Content-Disposition: form-data with a name")
         if name in parts:
             raise bad(f"two parts are named {name!r}")
-        parts[name] = (content, headers.get("content-type", ""))
-    raise bad("no closing boundary")
+        parts[name] = (body[blank + 4:end], headers.get("content-type", ""))
+        at = end + len(between)
+    raise bad(f"more than {MAX_PARTS} parts")

@@ -11,6 +11,8 @@ In: the route's adapter, the body and its headers. Out: the response document.
 """
 from __future__ import annotations
 
+import contextlib
+
 from dataclasses import replace
 
 from . import body, body_limits, fit, generate, kinds, readout, reads, reread, resolve, think
@@ -24,9 +26,10 @@ from .reader import Reader
 class Pipeline:
     """The decision path for either API, with the facts start-up learnt about the engine."""
 
-    def __init__(self, settings, engine, image_policy, facts):
+    def __init__(self, settings, engine, image_policy, facts, turn=contextlib.nullcontext):
         self.settings, self.profile, self.engine = settings, settings.model, engine
         self.image_policy, self.facts = image_policy, facts
+        self.turn = turn  # a decision's turn at the engine (server.Service.engine_turn)
         self.reader = Reader(self.profile, facts, engine)
         self.body_limits = body_limits.limits(settings)
         vision = self.profile.vision
@@ -44,9 +47,11 @@ class Pipeline:
                                 self.limits)
         decision = resolve.decision(request, self.profile, self.facts)  # step: resolve
         decision = replace(decision, images=inputs.resolve(  # step: images
-            request.images, self.image_policy))
+            request.images, self.image_policy, hold))
         job = Job(decision.images, self.profile, self.settings, self.facts.labels)
-        with self.engine.request():  # its bodies in flight to vLLM capped, as the server's are
+        # its turn at the engine once parsed and checked (a refused body never queues), then
+        # its bodies in flight to vLLM capped, as the server's are
+        with self.turn(), self.engine.request():
             s = fit.plan(decision, job, self.reader, self.settings.max_reads)  # step: fit
             s = reads.read(s, self.reader)  # step: reads
             s = readout.first(s)  # step: readout

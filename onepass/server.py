@@ -1,8 +1,9 @@
 """The service behind the HTTP edge: routes, auth, health, readiness and the one error renderer.
 
 Owns: judging a request from its head (route, method, key or local caller, draining, warm-up,
-in-flight slots, the expected time to answer against its deadline; then its body's claim on
-the body budget), /health, /v1/models, /metrics, /openapi.json, the start-up guard and
+room in the in-flight slots; then its body's claim on the body budget), its in-flight slot
+once its body is read (the server's cap, its source's share, the expected time to answer
+against its deadline), /health, /v1/models, /metrics, /openapi.json, the start-up guard and
 warm-up (readiness), and rendering every error.
 Never: touches sockets or HTTP framing (edge/ does), validates API fields (api/ does) or
 decides (pipeline.Pipeline.decide runs the ten steps, from the body to the response document).
@@ -11,6 +12,7 @@ route's adapter.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import math
@@ -19,14 +21,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
-from . import body_limits, config, inflight, kinds, metrics, openapi, telemetry, tryit
+from . import body_limits, config, inflight, metrics, openapi, telemetry, tryit
 from .api import decisions, models, systemone
 from .backend import probes
 from .backend.engine import Engine
 from .backend.warmup import warmup_bodies
 from .config import Settings
 from .decision import CAUSAL, TWO_WAY
-from .edge import admission, body_budget, pace
+from .edge import admission, body_budget, door, pace, slots
 from .edge.responses import Raw
 from .errors import (AuthInvalid, AuthMissing, EngineUnavailable, Forbidden, MethodNotAllowed,
                      NotFound, NotReady, OnepassError, Overloaded, ShuttingDown)
@@ -56,7 +58,7 @@ class Service:
         vision = self.profile.vision
         self.engine = Engine(settings.vllm, self.profile.served_model_name,
                              timeout_s=settings.engine_timeout_s,
-                             num_connections=settings.engine_connections,
+                             num_connections=settings.engine_connections, key=settings.vllm_key,
                              max_bytes_in_flight=settings.engine_bytes_in_flight,
                              max_bytes_per_request=settings.engine_bytes_per_request,
                              image_slot=vision.placeholder if vision else None)
@@ -69,10 +71,16 @@ class Service:
         self.images = inputs.Policy(self.profile.model_name, vision, links)
         self.pipeline = None  # the decision core, once start-up has learnt the engine's facts
         self.phase, self.reason = WARMING, "waiting for vLLM"
-        self.slots = admission.Slots(settings.max_in_flight)
+        self.slots = slots.Slots(settings.max_in_flight, settings.max_in_flight_per_source)
         self.pace = pace.Pace()  # the expected time to answer, against each request's deadline
+        # in-flight requests past what may run wait here, shed by time waited (http-edge.md)
+        self.door = door.Door(settings.max_running, settings.queue_target_s,
+                              settings.queue_interval_s, expected=self.pace.expected_s,
+                              closed=lambda: self.slots.closed and self.shutting_down(),
+                              sized=door.paced(self.pace, settings.running_goal_s))
         self.loopback = admission.binds_loopback(settings.host)  # auth off: local callers only
-        self.bodies = body_budget.Budget(settings.body_budget_bytes, settings.body_budget_wait_s)
+        self.bodies = body_budget.Budget(settings.body_budget_bytes, settings.body_budget_wait_s,
+                                         settings.body_budget_per_source)
         telemetry.watch(self)  # the in-flight and phase gauges read it at scrape time
 
     # -- readiness --------------------------------------------------------------------
@@ -121,7 +129,8 @@ class Service:
         if facts.profile is not None:
             self.settings = replace(self.settings, model=facts.profile)
             self.profile = facts.profile
-        self.pipeline = Pipeline(self.settings, self.engine, self.images, facts)
+        self.pipeline = Pipeline(self.settings, self.engine, self.images, facts,
+                                 turn=self.engine_turn)
 
     def claim_body(self, hold: body_budget.Hold, headers, length: int) -> int:
         """Before an admitted request's body is read: what the body may take, claimed of the
@@ -133,10 +142,9 @@ class Service:
         return limit
 
     def warm(self, adapter, doc: dict) -> dict:
-        """One warm-up request through the whole path, timed like a client's (it seeds the
-        expected time to answer)."""
-        with self.pace.timed():
-            return self.pipeline.decide(adapter, json.dumps(doc).encode(), {})
+        """One warm-up request through the whole path, its engine work timed like a client's
+        (it seeds the expected time to answer)."""
+        return self.pipeline.decide(adapter, json.dumps(doc).encode(), {})
 
     def _wait(self, why: str, pause: float) -> None:
         self.reason = f"waiting for vLLM: {why}; next try in {pause:g} s"
@@ -163,27 +171,6 @@ class Service:
         doc = {"status": self.phase, "warming": self.phase == WARMING, "draining": False}
         return 503, {**doc, "reason": self.reason} if authorized else doc
 
-    def try_page(self, path: str, authorized: bool) -> tuple[int, Raw]:
-        """The try-it page's files, or /try/info: what the page's form offers on this server."""
-        if self.settings.try_page == "off":
-            raise NotFound(f"no route {path} (the try-it page is off on this server)")
-        if path != tryit.INFO:
-            content_type, data = tryit.asset(path)
-            return 200, Raw(data, content_type, tuple(tryit.HEADERS.items()))
-        phase, pipe, served = ("draining" if self.slots.closed else self.phase), self.pipeline, None
-        if phase == READY:  # each /v1/systemone type: None when served, else why it is refused
-            served = {kinds.KINDS[name].systemone.type: limit.refusal
-                      for name, limit in pipe.limits.kinds.items() if kinds.KINDS[name].systemone}
-        doc = tryit.info(phase, bool(self.settings.api_key), authorized, served,
-                         self.profile.vision is not None,
-                         self.attention_modes(),
-                         {"max_questions": self.settings.max_questions,
-                          "max_body_bytes": self.settings.max_body_bytes,
-                          "max_images": self.profile.vision.max_images if self.profile.vision
-                          else 0})
-        return 200, Raw(json.dumps(doc).encode(), "application/json",
-                        tuple(tryit.HEADERS.items()))
-
     def attention_modes(self) -> list:
         """The modes this server reads in (two-way only where start-up found it live)."""
         two_way = self.pipeline is not None and self.pipeline.facts.two_way
@@ -193,10 +180,11 @@ class Service:
         return models.document(self.profile)  # System One's and OpenAI's shapes at once
 
     # -- judging a request from its head ---------------------------------------------------
-    def admit(self, method: str, path: str, query: str, headers) -> tuple[int | None, object]:
+    def admit(self, method: str, path: str, query: str, headers,
+              source: str = "") -> tuple[int | None, object]:
         """A request judged before its body is read: (status, doc) when it is answered now, or
-        (None, adapter) when its body is to be read and decided (pipeline.py); an in-flight slot is then
-        taken (self.slots.give() returns it). Refusals raise, so no body is read for them."""
+        (None, adapter) when its body is to be read, then decided within `entered`. Refusals
+        raise, so no body is read for them."""
         if path not in ROUTES:
             raise NotFound(f"no route {path}")
         if method not in ROUTES[path]:
@@ -211,7 +199,8 @@ class Service:
         if foreign:
             raise Forbidden(foreign)
         if path in tryit.PATHS:  # public (no data in it), answered while warming and draining
-            return self.try_page(path, admission.authorized(key, authorization))
+            data, kind = tryit.answer(self, path, admission.authorized(key, authorization))
+            return 200, Raw(data, kind, tuple(tryit.HEADERS.items()))
         if path in ("/metrics", "/openapi.json"):  # the key as everywhere; answered while
             admission.check_auth(key, authorization)  # warming and draining too
             if path == "/openapi.json":
@@ -227,18 +216,45 @@ class Service:
         if self.phase == WARMING:
             telemetry.OVERLOADED.inc("warming")
             raise Overloaded(f"warming up ({self.reason}); retry shortly", retry_after_ms=1000)
-        if not self.slots.take():
-            if self.slots.closed:
-                raise self.shutting_down()
-            telemetry.OVERLOADED.inc("in_flight")
+        self.refuse_slot(self.slots.refusal(source), source)  # before its body is read
+        return None, ADAPTERS[path]
+
+    @contextlib.contextmanager
+    def entered(self, source: str = ""):
+        """An in-flight slot while a request whose body was read is decided: taken only now, so
+        a slow body holds none; 529 past the server's cap or its source's share, or when the
+        decision is expected to end past the request's deadline."""
+        self.refuse_slot(self.slots.take(source), source)
+        try:
+            late = self.too_late(inflight.CURRENT.get())
+            if late:
+                telemetry.OVERLOADED.inc("deadline")
+                raise late
+            yield
+        finally:
+            self.slots.give(source)
+
+    @contextlib.contextmanager
+    def engine_turn(self):
+        """A decision's engine work, once parsed and checked: its turn at the door (fair among
+        addresses; 529 when shed there: edge/door.py), then timed (the door's wait is no
+        service: pace.py)."""
+        call = inflight.CURRENT.get()
+        with self.door.entered(call), self.pace.timed():
+            yield
+
+    def refuse_slot(self, why: str | None, source: str) -> None:
+        if why is None:
+            return
+        if why == slots.CLOSED:
+            raise self.shutting_down()
+        telemetry.OVERLOADED.inc("in_flight" if why == slots.FULL else "source_in_flight")
+        if why == slots.FULL:
             raise Overloaded(f"more than {self.settings.max_in_flight} requests in flight",
                              retry_after_ms=200)
-        late = self.too_late(inflight.CURRENT.get())
-        if late:
-            self.slots.give()
-            telemetry.OVERLOADED.inc("deadline")
-            raise late
-        return None, ADAPTERS[path]
+        raise Overloaded(f"{self.slots.per_source} requests from your address are in flight, "
+                         "its share of this server (--max-in-flight-per-source); retry when one "
+                         "is answered", retry_after_ms=500)
 
     def too_late(self, call) -> Overloaded | None:
         """The refusal for a request whose deadline comes before the time a decision is

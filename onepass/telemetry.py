@@ -29,7 +29,8 @@ ROUTES = ("/v1/systemone", "/systemone", "/v1/decisions", "/decisions", "/v1/mod
 STATUSES = tuple(s.value for s in http.HTTPStatus) + (499, 529)
 STATUS_CLASSES = ("2xx", "4xx", "5xx")
 PHASES = ("warming", "ready", "failed", "draining")
-OVERLOAD_REASONS = ("warming", "in_flight", "deadline", "connections", "body_bytes")
+OVERLOAD_REASONS = ("warming", "in_flight", "source_in_flight", "deadline", "connections",
+                    "body_bytes", "source_body_bytes", "queue")
 ENGINE_ERRORS = ("timeout", "unreachable", "not_json", "unavailable", "failed",
                  "context_length", "two_way_budget", "bad_answer")
 FETCH_OUTCOMES = ("ok", "refused", "failed")
@@ -64,12 +65,17 @@ BUILD_INFO = REGISTRY.gauge("onepass_build_info", "1, labelled with what this sh
                                           FREE), read=lambda: _service_read("build"))
 IN_FLIGHT = REGISTRY.gauge("onepass_in_flight_requests", "decision requests being answered "
                            "(holding an in-flight slot)", read=lambda: _service_read("in_flight"))
+QUEUED = REGISTRY.gauge("onepass_queued_requests", "decision requests waiting at the door for "
+                       "one of the --max-running (in flight, not yet running)",
+                       read=lambda: _service_read("queued"))
 PHASE = REGISTRY.gauge("onepass_phase", "1 for the shim's phase (warming, ready, failed, "
                        "draining), 0 for the others", {"phase": PHASES},
                        read=lambda: _service_read("phase"))
 OVERLOADED = REGISTRY.counter("onepass_overloaded_total", "529 answers, by reason: warming up, "
-                              "the in-flight limit, an expected time to answer past the "
-                              "request's deadline, the connection limit, the body budget",
+                              "the in-flight limit, its source's share of it, an expected time to answer past the "
+                              "request's deadline, the connection limit, the body budget, its "
+                              "source's share of it, "
+                              "a wait at the door past the queue's target or interval",
                               {"reason": OVERLOAD_REASONS})
 SOURCE_CAPPED = REGISTRY.counter("onepass_source_cap_refusals_total", "connections refused with "
                                  "503 because their source address had its "
@@ -123,6 +129,8 @@ def _service_read(what: str) -> dict:
         return {}
     if what == "in_flight":
         return {(): s.slots.busy}
+    if what == "queued":
+        return {(): len(s.door.queue)}
     if what == "expected":
         return {(): round(s.pace.expected_s(), 4)}
     if what == "build":

@@ -34,7 +34,7 @@ RUN = time.time_ns()
 
 
 def post(url: str, body: dict) -> tuple[float, dict]:
-    req = urllib.request.Request(url, json.dumps(body).encode(), shim_auth.headers())
+    req = urllib.request.Request(url, json.dumps(body).encode(), shim_auth.vllm_headers())
     t = time.perf_counter()
     with urllib.request.urlopen(req, timeout=600) as r:
         doc = json.loads(r.read())

@@ -29,6 +29,8 @@ VENV=${ONEPASS_VENV:-$ROOT/.venv}
 PY=${ONEPASS_GPU_PYTHON:-$VENV/bin/python}
 PORT=${ONEPASS_PORT:-8751} VLLM_PORT=${ONEPASS_VLLM_PORT:-8752}
 URL="http://127.0.0.1:$PORT" PLAN=0 STACK_PID="" ROWS=()
+# vLLM's key, given to serve.sh and to the benches that call vLLM itself (latency, throughput)
+export ONEPASS_VLLM_KEY=${ONEPASS_VLLM_KEY:-$(od -An -N32 -tx1 /dev/urandom | tr -d ' \n')}
 [ "${1:-}" = "--plan" ] && PLAN=1
 mkdir -p "$OUT"
 

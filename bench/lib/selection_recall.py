@@ -20,6 +20,7 @@ from onepass.pipeline import offline  # noqa: E402
 from onepass.decision import compact_json  # noqa: E402
 from onepass.backend.engine import Engine  # noqa: E402
 from onepass.backend.probes import verified_labels  # noqa: E402
+from shim_auth import vllm_key  # noqa: E402  (bench/lib, beside this module)
 
 
 def shown(part: state_parts.Part) -> str:
@@ -35,7 +36,8 @@ def recall(vllm_url: str, originals: list, padded: list, method: str, budget: in
            config_path: str = str(ROOT / "serve_config.json")) -> dict:
     """{(task, id, qid): share of the record's parts kept} for one arm, fitted to `budget`."""
     _, profile = config.load_profile(config_path, "")
-    engine = Engine(vllm_url, profile.served_model_name, timeout_s=300, num_connections=8)
+    engine = Engine(vllm_url, profile.served_model_name, timeout_s=300, num_connections=8,
+                    key=vllm_key())
     try:
         labels = verified_labels(engine, profile)
         opts = replace(profile.layout, state_selection=method)

@@ -169,15 +169,15 @@ def compare(url: str, requests: int, reasoning_every: int = 4, first: int = 0,
 
 
 def vllm_post(url: str, path: str, body: dict) -> dict:
-    req = urllib.request.Request(url + path, json.dumps(body).encode(),
-                                 {"Content-Type": "application/json"})
+    req = urllib.request.Request(url + path, json.dumps(body).encode(), shim_auth.vllm_headers())
     with urllib.request.urlopen(req, timeout=600) as r:
         return json.loads(r.read())
 
 
 def engine_compare(url: str, requests: int) -> dict:
     """Label log-probs straight from vLLM: each prompt cold, beside other shapes, then warm."""
-    model = json.loads(urllib.request.urlopen(url + "/v1/models", timeout=60).read())["data"][0]["id"]
+    models = urllib.request.Request(url + "/v1/models", headers=shim_auth.vllm_headers())
+    model = json.loads(urllib.request.urlopen(models, timeout=60).read())["data"][0]["id"]
     labels = [vllm_post(url, "/tokenize", {"model": model, "prompt": x, "add_special_tokens":
                                             False})["tokens"][0] for x in "ABCD"]
 

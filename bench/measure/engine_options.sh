@@ -17,6 +17,8 @@ CONFIGS=("$@"); [ ${#CONFIGS[@]} = 0 ] && CONFIGS=(bf16-eager bf16-compiled fp32
 PORT=${ONEPASS_BENCH_PORT:-8781}; OUT=${OUT:-/tmp/onepass-engine-options}
 PY="${ONEPASS_VENV:-$ROOT/.venv}/bin/python"
 mkdir -p "$OUT"
+# vLLM's key, given to each serve.sh and to latency.py, which calls vLLM itself
+export ONEPASS_VLLM_KEY=${ONEPASS_VLLM_KEY:-$(od -An -N32 -tx1 /dev/urandom | tr -d ' \n')}
 
 settings() {  # settings CONFIG: the environment serve.sh gets for it
   case "$1" in

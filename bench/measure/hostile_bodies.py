@@ -23,6 +23,7 @@ Options: --key KEY (sent as Bearer), --cases SUBSTRING (only kinds whose name ho
 """
 import argparse
 import json
+import os
 import statistics
 import sys
 from pathlib import Path
@@ -89,6 +90,8 @@ def main(argv=None) -> int:
         env = {"ONEPASS_PROFILE": args.profile} if args.profile else {}
         if args.key:
             env["ONEPASS_API_KEY"] = args.key
+        if not fake and os.environ.get("ONEPASS_VLLM_KEY"):  # the real vLLM's key, as serve.sh's
+            env["ONEPASS_VLLM_KEY"] = os.environ["ONEPASS_VLLM_KEY"]
         shim = ShimProcess(fake.url if fake else args.vllm, env)
         shim.wait_ready(timeout=600)
         addr, pid = shim.addr, shim.proc.pid

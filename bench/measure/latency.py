@@ -105,6 +105,7 @@ def main() -> None:
     _, profile = config.load_profile(args.config, args.profile)
     vision = profile.vision
     engine = Engine(args.vllm, profile.served_model_name, timeout_s=300, num_connections=4,
+                    key=shim_auth.vllm_key(),
                     image_slot=vision.placeholder if vision else None)
     labels = verified_labels(engine, profile)
     plain = None if args.layout == "profile" else config.Layout(

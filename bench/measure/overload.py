@@ -3,7 +3,7 @@ capacity by clients that give up after a fixed time.
 
 Usage: python bench/measure/overload.py URL --access-log LOG_DIR/shim.log [--give-up 5]
   [--seconds 60] [--loads 1,2,4] [--capacity R] [--no-deadline] [--seed 7] [--json OUT]
-  [--png overload.png [--compare EARLIER.json]]
+  [--sources 16] [--png overload.png [--compare EARLIER.json]]
   python bench/measure/overload.py URL --from-json RUN.json --png PNG [--compare OTHER.json]
 1. Capacity (unless --capacity): 8 clients send back to back for 40 s; capacity = decisions/s.
 2. Each load f: requests arrive at random (Poisson) at f x capacity for --seconds, each on its
@@ -13,13 +13,19 @@ Usage: python bench/measure/overload.py URL --access-log LOG_DIR/shim.log [--giv
 3. Goodput: answers (200) received within the give-up time, per second. Wasted engine work: the
    tokens vLLM computed (the access log's engine_tokens, joined by request id) for requests
    whose answer nobody received in time, over all tokens computed for the run.
+The load steps run in --loads' order (1,2,4 for one pass, 4,2,1 for the opposite one). The
+clients are spread over --sources loopback source addresses (127.0.0.2 ... 127.0.0.17 by
+default: each request binds its socket to the next one), because the shim gives each source
+address a quarter of its in-flight slots (16 of 64) and of its connections, and one address
+would be refused at its share long before the server is loaded; --sources 0 sends from the
+system's choice (127.0.0.1).
 Prints per load: offered and delivered rates, goodput against the 1x throughput, p50/p99 of the
 delivered answers, refusals (529/503, with Retry-After or not), 504s, give-ups, tokens and the
 wasted share; then one JSON line. Each request's body: three questions (yes/no, choice, score)
 on a short new state. --png draws goodput and the wasted share against the load, beside the
 runs of --compare (JSON files of earlier runs, e.g. --no-deadline); --from-json draws a run
-already measured instead of running one (URL only names the model in the footer). Standard library only
-(matplotlib for --png, bench/lib/plots.py).
+already measured instead of running one (URL only names the model in the footer). Standard
+library only (matplotlib for --png, bench/lib/plots.py).
 """
 import argparse
 import json
@@ -50,6 +56,13 @@ def body(n: int) -> bytes:
                        "questions": QUESTIONS}).encode()
 
 
+SOURCES: list = []  # the loopback addresses the clients bind to, in turn (--sources)
+
+
+def source(n: int):
+    return (SOURCES[n % len(SOURCES)], 0) if SOURCES else None
+
+
 def send(url, n: int, request_id: str, give_up_s: float | None, deadline: bool) -> dict:
     """One request on its own connection; the client closes it at the give-up time."""
     parts = urllib.parse.urlsplit(url)
@@ -58,7 +71,8 @@ def send(url, n: int, request_id: str, give_up_s: float | None, deadline: bool) 
         headers["x-envoy-expected-rq-timeout-ms"] = str(int(give_up_s * 1000))
     started = time.monotonic()
     out = {"id": request_id, "status": 0, "retry_after": False}
-    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=give_up_s or 600)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=give_up_s or 600,
+                                      source_address=source(n))
     try:
         conn.request("POST", "/v1/systemone", body=body(n), headers=headers)
         if give_up_s:
@@ -166,11 +180,14 @@ def main() -> None:
     ap.add_argument("--capacity", type=float, help="decisions/s (default: measured first)")
     ap.add_argument("--no-deadline", action="store_true", help="send no deadline header")
     ap.add_argument("--seed", type=int, default=7)
+    ap.add_argument("--sources", type=int, default=16,
+                    help="loopback source addresses 127.0.0.2 ... to spread the clients over")
     ap.add_argument("--json")
     ap.add_argument("--png")
     ap.add_argument("--compare", default="", help="comma-separated JSON files of earlier runs")
     args = ap.parse_args()
     url, rng = args.url.rstrip("/"), random.Random(args.seed)
+    SOURCES[:] = [f"127.0.0.{2 + i}" for i in range(args.sources)]
     if args.from_json:
         return draw(args, url, json.loads(Path(args.from_json).read_text()))
     if not args.access_log:
@@ -197,7 +214,7 @@ def main() -> None:
     for r in rows:
         r["goodput_vs_1x"] = round(r["goodput_per_s"] / base, 3) if base else None
     out = {"capacity_per_s": round(cap, 3), "give_up_s": args.give_up, "mode": mode,
-           "seconds": args.seconds, "seed": args.seed, "rows": rows}
+           "seconds": args.seconds, "seed": args.seed, "sources": args.sources, "rows": rows}
     print(json.dumps(out))
     if args.json:
         Path(args.json).write_text(json.dumps(out, indent=1))

@@ -34,6 +34,7 @@ sys.path[:0] = [str(ROOT / "bench" / "measure"), str(ROOT / "bench" / "lib"), st
                 str(ROOT / "tools" / "serve")]
 import cpu_dtype  # noqa: E402  (the matmul rate)
 import latency  # noqa: E402  (cases, states, post, percentiles)
+import shim_auth  # noqa: E402  (vLLM's key, for the direct clients)
 from onepass import config  # noqa: E402
 from onepass.images import inputs as image_inputs  # noqa: E402
 from onepass.api import systemone  # noqa: E402
@@ -69,7 +70,8 @@ class Direct:
     """A client without onepass: one completions call per question, all at once."""
 
     def __init__(self, vllm: str, profile, question_first: bool):
-        self.engine = Engine(vllm, profile.served_model_name, timeout_s=600, num_connections=64)
+        self.engine = Engine(vllm, profile.served_model_name, timeout_s=600, num_connections=64,
+                             key=shim_auth.vllm_key())
         self.labels = verified_labels(self.engine, profile)
         self.profile, self.plain = profile, config.Layout(question_first=question_first)
         policy = image_inputs.Policy(profile.model_name, None, None)

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from pathlib import Path
 
@@ -61,7 +62,9 @@ def load_service(root: Path, vllm: str, profile: str):
     argv = ["--config", str(root / "serve_config.json"), "--vllm", vllm, "--port", "0"]
     if profile:
         argv += ["--profile", profile]
-    settings = config.load(argv, environ={})
+    # vLLM's key only (serve.sh's, when it was started with ONEPASS_VLLM_KEY): no other setting
+    settings = config.load(argv, environ={k: v for k, v in os.environ.items()
+                                          if k == "ONEPASS_VLLM_KEY"})
     service = server.Service(settings, root)
     service.warm_up(poll_s=1.0)  # the guard and every question type, as shim.py's thread does
     phase = getattr(service, "phase", None)

@@ -7,7 +7,8 @@ Owns: the set requests of the step being run and where their rows sit (Geometry)
 positions (prepare_inputs: each span from the first span's start, the tail after the longest
 span); and their attention rows from the first span on (all rows when two-way), recomputed in
 fp32 torch from the paged KV cache after the backend's kernel ran, with the spans taken in one
-canonical order (their token ids), so every listing of the same spans computes the same bits.
+canonical order (their token ids), so every listing of the same spans computes the same bits
+(set_plan.py: that order, the keys each row sees and how many rows are attended at once).
 Never: admits, schedules or caches (admission.py), or touches a request without spans.
 
 Why the kernel's rows are replaced rather than masked: no CPU or Triton kernel of vLLM 0.32
@@ -21,6 +22,7 @@ from dataclasses import dataclass
 import torch
 
 from .flags import is_two_way, requested_spans
+from .set_plan import CHUNK_BYTES, chunk_rows, plan
 
 SPANS_ATTR = "_onepass_set_spans"  # on the runner: request id -> its spans, while it runs
 
@@ -48,9 +50,10 @@ class Step:
     requests: tuple = ()  # Geometry
     _plans: tuple | None = None
     _index: dict = {}
+    _bias: dict = {}
 
     def begin(self, requests: tuple) -> None:
-        self.requests, self._plans, self._index = requests, None, {}
+        self.requests, self._plans, self._index, self._bias = requests, None, {}, {}
 
     def index(self, i: int, geo, p, layer, kv_cache, index):
         """Request i's K and V places in the cache, per cache shape (layers mostly share one)."""
@@ -60,9 +63,19 @@ class Step:
                 layer, kv_cache, geo.blocks, p.keys.cpu()))
         return self._index[key]
 
+    def bias(self, i: int, p, r: int, n: int) -> torch.Tensor:
+        """Request i's rows r:r+n's bias, kept for the step's other layers when the step's set
+        reads' whole biases fit in CHUNK_BYTES together (short reads build theirs once a step);
+        else built again in every layer, so a long read's memory stays bounded."""
+        if len(p.at) * len(p.keys) * 4 * len(self.requests) > CHUNK_BYTES:
+            return p.bias(r, r + n)
+        if (i, r, n) not in self._bias:
+            self._bias[i, r, n] = p.bias(r, r + n)
+        return self._bias[i, r, n]
+
     def plans(self, device) -> tuple:
         if self._plans is None:
-            self._plans = tuple(_on(plan(geo), device) if whole(geo) else None
+            self._plans = tuple(plan(geo).to(device) if whole(geo) else None
                                 for geo in self.requests)
         return self._plans
 
@@ -74,10 +87,6 @@ def whole(geo: Geometry) -> bool:
     into chunks) recomputes nothing, and its keys past the step have no cache blocks yet."""
     return (geo.computed <= (0 if geo.two_way else geo.spans[0][0])
             and geo.length >= len(geo.token_ids))
-
-
-def _on(p, device):
-    return type(p)(p.at.to(device), p.keys.to(device), p.bias.to(device))
 
 
 STEP = Step()
@@ -195,45 +204,6 @@ def index_triton(layer, kv_cache, blocks, tokens):
     return k, k + d * kv_cache.stride(3)
 
 
-CHUNK_ROWS = 512  # rows attended at once: bounds the score matrix of a long option list
-
-
-@dataclass(frozen=True)
-class Plan:
-    """A set request's recomputed rows in one step, in canonical coordinates: the rows' tokens
-    with the spans in their canonical order, the keys in the same order, and which key each
-    row sees. Every listing of the same spans has the same plan up to `at`, so it computes the
-    same bits (the rows' queries, keys and values are the same vectors in the same order)."""
-    at: torch.Tensor  # each row's place in the flattened batch
-    keys: torch.Tensor  # token index of each key
-    bias: torch.Tensor  # [rows, keys] fp32: 0 where the row sees the key, else -inf
-
-
-def plan(geo: Geometry) -> Plan:
-    """Rows from the first span on (all rows when two-way); a span sees the prefix and itself,
-    the prefix (two-way) itself, the tail everything; causal within a span and within the
-    tail unless two-way."""
-    spans, length = geo.spans, geo.length
-    first, end = spans[0][0], spans[-1][1]
-    ids = geo.token_ids
-    canonical = sorted(spans, key=lambda s: (tuple(ids[s[0]:s[1]]), s))
-    order = (list(range(first)) + [t for s, e in canonical for t in range(s, e)]
-             + list(range(end, length)))
-    group = [0] * first + [k + 1 for k, (s, e) in enumerate(canonical) for _ in range(s, e)] \
-        + [len(spans) + 1] * (length - end)
-    tail = len(spans) + 1
-    token, group = torch.tensor(order), torch.tensor(group)
-    rows = slice(0, length) if geo.two_way else slice(first, length)
-    tq, gq = token[rows, None], group[rows, None]
-    tk, gk = token[None, :], group[None, :]
-    same = gq == gk
-    sees = (gk == 0) | same | (gq == tail)
-    if not geo.two_way:
-        sees &= ~(same & (tk > tq))
-    bias = torch.zeros(sees.shape).masked_fill_(~sees, float("-inf"))
-    return Plan(token[rows] - geo.computed + geo.start, token, bias)
-
-
 def attend(impl, q, k, v, bias) -> torch.Tensor:
     """fp32 attention of q [h, r, d] over k, v [kv heads, m, d], each row over the keys it sees
     (`bias` [r, m]: 0 or -inf); each KV head's query heads as one matrix (no copies of K, V)."""
@@ -241,12 +211,16 @@ def attend(impl, q, k, v, bias) -> torch.Tensor:
     kv = k.shape[0]
     g = h // kv
     q = q.reshape(kv, g * r, d)
-    bias = bias.repeat(g, 1).expand(kv, -1, -1)
     cap = getattr(impl, "logits_soft_cap", 0) or 0
+    # The bias is added into the scores in place (the bits of baddbmm's own copy of it, without
+    # a [query heads, rows, keys] copy of the bias).
     if cap:
-        scores = cap * torch.tanh(torch.bmm(q, k.transpose(1, 2)) * (impl.scale / cap)) + bias
+        scores = cap * torch.tanh(torch.bmm(q, k.transpose(1, 2)) * (impl.scale / cap))
+        scores.view(kv, g, r, -1).add_(bias)
     else:
-        scores = torch.baddbmm(bias, q, k.transpose(1, 2), alpha=impl.scale)
+        scores = torch.empty(kv, g, r, k.shape[1], dtype=q.dtype, device=q.device)
+        scores.copy_(bias)
+        scores = scores.view(kv, g * r, -1).baddbmm_(q, k.transpose(1, 2), alpha=impl.scale)
     sinks = getattr(impl, "sinks", None)
     if sinks is not None:  # a sink logit per head joins the softmax, with no value
         sink = sinks.float().view(kv, g, 1, 1).expand(kv, g, r, 1).reshape(kv, g * r, 1)
@@ -263,10 +237,11 @@ def recompute(impl, layer, query, kv_cache, output, index) -> None:
         k_at, v_at = STEP.index(i, geo, p, layer, kv_cache, index)
         cache = flat(kv_cache)
         k_all, v_all = cache[k_at].float(), cache[v_at].float()  # [kv heads, keys, d]
-        for r in range(0, len(p.at), CHUNK_ROWS):
-            at = p.at[r:r + CHUNK_ROWS]
+        n = chunk_rows(query.shape[1], len(p.keys))  # bounds the memory at any context length
+        for r in range(0, len(p.at), n):
+            at = p.at[r:r + n]
             q = query[at].float().transpose(0, 1)  # [h, r, d]
-            o = attend(impl, q, k_all, v_all, p.bias[r:r + CHUNK_ROWS])
+            o = attend(impl, q, k_all, v_all, STEP.bias(i, p, r, n))
             output[at] = o.transpose(0, 1).to(output.dtype)
 
 

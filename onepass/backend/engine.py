@@ -2,10 +2,10 @@
 
 Owns: HTTP to vLLM (/v1/completions; /v1/chat/completions for reads with images, sent as data
 URLs in image parts where the user turn has its image slots; /tokenize, /tokenizer_info,
-/v1/models), timeouts, the connection pool, turning vLLM failures into EngineUnavailable (503),
-EngineFailed (502; EngineRefused for vLLM's own 4xx) or a capacity 422, and counting reads and
-failures by kind at this boundary (telemetry; the start-up wait for vLLM to come up is not a
-failure).
+/v1/models), vLLM's key on every call (never logged), timeouts, the connection pool, turning
+vLLM failures into EngineUnavailable (503), EngineFailed (502; EngineRefused for vLLM's own 4xx)
+or a capacity 422, and counting reads and failures by kind at this boundary (telemetry; the
+start-up wait for vLLM to come up is not a failure).
 Never: builds prompts or interprets probabilities beyond picking the label log-probs.
 In: Reads. Out: ReadResults, in the same order.
 """
@@ -35,7 +35,7 @@ COUNT_CACHE = 50_000  # token counts kept (32-byte keys)
 
 class Engine:
     def __init__(self, base_url: str, served_model_name: str, *, timeout_s: float,
-                 num_connections: int, image_slot: str | None = None,
+                 num_connections: int, image_slot: str | None = None, key: str = "",
                  max_bytes_in_flight: int = 256 << 20, max_bytes_per_request: int = 64 << 20):
         url = urllib.parse.urlsplit(base_url)
         if url.scheme != "http" or not url.hostname:
@@ -43,6 +43,7 @@ class Engine:
         self.host, self.port = url.hostname, url.port or 80
         self.prefix = url.path.rstrip("/")
         self.model = served_model_name
+        self.auth = {"Authorization": f"Bearer {key}"} if key else {}  # vLLM's key: every call
         self.image_slot = image_slot  # the placeholder the layout writes for each image
         self.timeout_s = timeout_s
         self.gate = wire.Gate(max_bytes_in_flight, timeout_s)  # bodies on their way to vLLM
@@ -89,7 +90,7 @@ class Engine:
             try:
                 with inflight.flying(call, conn):  # cut when the client leaves
                     conn.request(method, self.prefix + path, body=payload,
-                                 headers={**headers, **inflight.headers(call)})
+                                 headers={**headers, **self.auth, **inflight.headers(call)})
                     response = conn.getresponse()
                     raw = response.read()
             except inflight.STOPPED:
@@ -139,6 +140,8 @@ class Engine:
         if status == 400 and refusals.too_long(message):
             telemetry.engine_error("context_length")
             raise InvalidRequest(too_long)
+        if status == 401:  # vLLM's key check; the key itself is never in a message
+            message = f"{message} (ONEPASS_VLLM_KEY is unset or not the key vLLM requires)"
         kind = (EngineUnavailable if status in (503, 529) else
                 EngineRefused if 400 <= status < 500 else EngineFailed)
         telemetry.engine_error("unavailable" if kind is EngineUnavailable else "failed")
@@ -271,7 +274,7 @@ class Engine:
         expected, not an engine error (the start-up checks that follow count as usual)."""
         conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout_s)
         try:
-            conn.request("GET", self.prefix + "/v1/models")
+            conn.request("GET", self.prefix + "/v1/models", headers=self.auth)
             status = conn.getresponse().status
         except (OSError, http.client.HTTPException) as e:
             return f"vLLM is unreachable at {self.host}:{self.port} ({type(e).__name__})"

@@ -48,7 +48,8 @@ def _stream(engine, route: str, payload: list, kind: str, deadline: float):
         with inflight.flying(call, conn):  # cut when the client leaves
             conn.request("POST", engine.prefix + route, body=payload, headers={
                 "Content-Type": "application/json",
-                "Content-Length": str(sum(map(len, payload))), **inflight.headers(call)})
+                "Content-Length": str(sum(map(len, payload))), **engine.auth,
+                **inflight.headers(call)})
             response = conn.getresponse()
             if response.status != 200:
                 raise EngineFailed(f"vLLM answered {route} with HTTP {response.status}")

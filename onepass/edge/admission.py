@@ -1,11 +1,10 @@
-"""Admission: who may ask (the API key; with auth off, local callers only) and the in-flight
-slots, all judged before a body is read.
+"""Admission: who may ask (the API key; with auth off, local callers only), judged before a
+body is read (slots.py holds the in-flight slots).
 
-Owns: how many requests are answered at once (and closing that door on SIGTERM, then waiting
-for the busy ones), comparing an Authorization header with the key(s) in constant time, and
-what counts as local: a loopback bind address, a local Host value, a same-origin Origin.
+Owns: comparing an Authorization header with the key(s) in constant time, and what counts as
+local: a loopback bind address, a local Host value, a same-origin Origin.
 Never: routes, reads bodies or logs keys.
-In: header values, the bind address, take/give calls. Out: booleans, a refusal's reason, or
+In: header values, the bind address. Out: booleans, a refusal's reason, or
 AuthMissing / AuthInvalid.
 """
 from __future__ import annotations
@@ -14,7 +13,6 @@ import hmac
 import ipaddress
 import re
 import socket
-import threading
 
 from ..errors import AuthInvalid, AuthMissing
 
@@ -92,32 +90,3 @@ def foreign(headers, loopback: bool) -> str | None:
         return (f"auth is off on this server, so it answers its own pages only: Origin "
                 f"{origin[:100]!r} is another site's (set ONEPASS_API_KEY to serve it)")
     return None
-
-
-class Slots:
-    """Requests in flight, at most `limit`; closed on SIGTERM, after which none is taken and the
-    drain waits for the busy ones."""
-
-    def __init__(self, limit: int):
-        self.limit, self.busy, self.closed = limit, 0, False
-        self.changed = threading.Condition()
-
-    def take(self) -> bool:
-        with self.changed:
-            if self.closed or self.busy >= self.limit:
-                return False
-            self.busy += 1
-            return True
-
-    def give(self) -> None:
-        with self.changed:
-            self.busy -= 1
-            self.changed.notify_all()
-
-    def close_and_wait(self, timeout_s: float) -> int:
-        """Take nothing new; wait until no request is in flight, at most timeout_s. Returns how
-        many are still in flight."""
-        with self.changed:
-            self.closed = True
-            self.changed.wait_for(lambda: self.busy == 0, timeout_s)
-            return self.busy

@@ -19,20 +19,21 @@ import time
 
 from .. import telemetry
 from ..errors import OnepassError, Overloaded, SourceOverCap
+from .slots import share
 
 log = logging.getLogger("onepass")
 IDLE, READING, WORKING = "idle", "reading", "working"
 FD_RESERVE = 64  # descriptors beside client connections: listening socket, logs, image fetches
-# one source's default share: a quarter of the table, but never below what one client's pool
-# of keep-alive connections takes (a browser's 6, an HTTP library's 10 to 20)
-SOURCE_SHARE, SOURCE_FLOOR = 4, 16
+# one source's default share: a quarter of the table (slots.share), but never below what one
+# client's pool of keep-alive connections takes (a browser's 6, an HTTP library's 10 to 20)
+SOURCE_FLOOR = 16
 WARN_EVERY_S = 10.0  # a refusal past a source's cap is logged at most this often
 
 
 def source_cap(limit: int, asked: int) -> int:
     """Connections one source may hold: `asked`, or 0 for a quarter of the table (at least
     SOURCE_FLOOR), never more than the table."""
-    return min(limit, asked or max(SOURCE_FLOOR, limit // SOURCE_SHARE))
+    return share(limit, asked, SOURCE_FLOOR)
 
 
 class Conn:

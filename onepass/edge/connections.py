@@ -150,10 +150,11 @@ class Handler(socketserver.BaseRequestHandler):
         service, limit, unread, reading = self.server.service, 0, 0, False
         try:
             unread = framing.body_length(head)
-            status, adapter = service.admit(head.method, path, query, head.fields)
+            source = self.call.source = self.client_address[0]
+            status, adapter = service.admit(head.method, path, query, head.fields, source)
             if status is not None:
                 return status, adapter, {}
-            hold = service.bodies.hold()  # the body's bytes in the body budget
+            hold = service.bodies.hold(source)  # the body's bytes in the body budget
             try:
                 limit = service.claim_body(hold, head.fields, unread)  # 413; 529 past a wait
                 if unread and "100-continue" in head.fields.tokens("expect") and not head.http10:
@@ -163,12 +164,12 @@ class Handler(socketserver.BaseRequestHandler):
                 reading, unread = False, 0
                 self.reader.end()  # answering is bounded by the engine timeouts, not this one
                 self.conn.set(WORKING)
+                # watched from before the door: a client that leaves while queued never starts
                 with self.server.watcher.watching(self.request, self.call), \
-                        service.pace.timed():
+                        service.entered(source):
                     doc = service.pipeline.decide(adapter, raw, head.fields, hold)
             finally:
                 hold.release()
-                service.slots.give()
             mode = doc.get("x_attention_mode")
             return 200, doc, {"x-onepass-attention-mode": mode} if mode else {}
         except OnepassError as e:

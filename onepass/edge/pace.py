@@ -77,6 +77,12 @@ class Pace:
         # settles where a fraction 1 - q of decisions run over
         self.margin = max(0.5, self.margin * (1 + STEP * (QUANTILE if over else QUANTILE - 1)))
 
+    def slot_s(self) -> float | None:
+        """Seconds of the engine one decision takes on average (its share; 1 / throughput at
+        the number running; None before any was answered)."""
+        with self._lock:
+            return self.share
+
     def expected_s(self) -> float:
         """Seconds a decision admitted now is expected to take (0 before any was answered)."""
         with self._lock:

@@ -30,6 +30,7 @@ PART_TYPES = {"image_url", "input_image"}  # chat-style and OpenAI-style image p
 ASSET_KEYS = {"type", "part", "format", "data_base64"}
 ASSET_FORMATS = ("png", "jpg", "jpeg")  # the contract's `format` values; the bytes decide
 MAX_FETCHES = 4  # links fetched at once per request
+MAX_PLACEHOLDER = 256  # characters of an asset's placeholder: a name, not a document
 
 
 @dataclass(frozen=True)
@@ -125,9 +126,13 @@ class Collector:
                            "asset", "dict_type")
             raw = {}
         for placeholder, asset in raw.items():
-            loc = ("assets", placeholder)
+            loc = ("assets", placeholder if len(placeholder) <= MAX_PLACEHOLDER
+                   else placeholder[:40] + "...")
             if not placeholder:
                 self.check.add(loc, "an asset placeholder must be non-empty", "string_too_short")
+            elif len(placeholder) > MAX_PLACEHOLDER:
+                self.check.add(loc, f"an asset placeholder is at most {MAX_PLACEHOLDER} "
+                               f"characters, not {len(placeholder)}", "string_too_long")
             elif not isinstance(asset, dict) or asset.get("type") != "image":
                 self.check.add(loc, "an asset must be {\"type\": \"image\", \"part\": name} or "
                                "{\"type\": \"image\", \"format\", \"data_base64\"}", "value_error")
@@ -157,10 +162,11 @@ class Collector:
         return labels
 
 
-def resolve(sources, policy: Policy | None) -> tuple:
+def resolve(sources, policy: Policy | None, hold=None) -> tuple:
     """The Images of a request's sources, in label order: links fetched, bytes checked. Every
     refusal is a problem naming the image, all raised as one InvalidRequest. No policy (or no
-    vision settings): a text-only model."""
+    vision settings): a text-only model. With the request's `hold` on the body budget, what
+    its links may fetch is claimed before fetching and what they keep held after."""
     if not sources:
         return ()
     problems = []
@@ -171,8 +177,17 @@ def resolve(sources, policy: Policy | None) -> tuple:
         problems.append(over_count(sources[vision.max_images].loc, vision.max_images, "",
                                    str(len(sources))))
     else:
+        links = [s for s in sources if s.kind == "link"] if policy.links and hold else []
+        base = hold.held if links else 0
+        if links:  # each: its bytes (fetch._read's buffer grows by an eighth), its data URL
+            hold.take(len(links) * (vision.max_bytes * 9 // 8 + fetch.base64_size(
+                vision.max_bytes)))
         with ThreadPoolExecutor(MAX_FETCHES, thread_name_prefix="image") as pool:
             found = list(pool.map(lambda s: _image(s, policy), sources))
+        if links:  # what the fetched images keep: their bytes, later their data URLs
+            hold.resize(base + sum(len(i.data) + fetch.base64_size(len(i.data))
+                                   for s, i in zip(sources, found)
+                                   if s.kind == "link" and not isinstance(i, str)))
         problems = [Problem(source.loc, f"image {n}: {image}", "image_invalid")
                     for n, (source, image) in enumerate(zip(sources, found), 1)
                     if isinstance(image, str)]
@@ -215,21 +230,31 @@ def _expanded(value, growth: dict, whole: bool) -> int:
 
 def replace_placeholders(value, labels: dict):
     """Every occurrence of a placeholder inside a string (not an object key) becomes its
-    label; the longest placeholder wins where one contains another. check_expansion first
-    bounds what that builds."""
+    label, the longest placeholder's first (so it wins where one contains another); a label's
+    own text is never searched again. Plain text, never a pattern made of client text.
+    check_expansion first bounds what that builds."""
     if not labels:
         return value
-    pattern = re.compile("|".join(map(re.escape, sorted(labels, key=len, reverse=True))))
+    ordered = sorted(labels, key=len, reverse=True)
 
     def walk(v):
         if isinstance(v, str):
-            return pattern.sub(lambda m: labels[m.group(0)], v)
+            return _replaced(v, ordered, labels)
         if isinstance(v, dict):
             return {k: walk(x) for k, x in v.items()}
         if isinstance(v, list):
             return [walk(x) for x in v]
         return v
     return walk(value)
+
+
+def _replaced(text: str, ordered: list, labels: dict) -> str:
+    while ordered and ordered[0] not in text:
+        ordered = ordered[1:]
+    if not ordered:
+        return text
+    first, rest = ordered[0], ordered[1:]
+    return labels[first].join(_replaced(piece, rest, labels) for piece in text.split(first))
 
 
 def _fields(problem: Problem) -> tuple:

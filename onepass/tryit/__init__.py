@@ -15,6 +15,9 @@ import json
 from functools import lru_cache
 from pathlib import Path
 
+from .. import kinds
+from ..errors import NotFound
+
 HERE = Path(__file__).resolve().parent
 # The page's script: app.js, the module page.html loads, and the modules it imports (each
 # served as JavaScript: a browser refuses a module script of any other type).
@@ -61,3 +64,24 @@ def info(phase: str, auth: bool, authorized: bool, served: dict | None, vision: 
     if authorized:
         doc.update(kinds=served, vision=vision, attention_modes=attention_modes, limits=limits)
     return doc
+
+
+def answer(service, path: str, authorized: bool) -> tuple[bytes, str]:
+    """(bytes, content type) of the page's files, or of /try/info: what the page's form offers
+    on `service` (the running server.Service); sent with HEADERS."""
+    settings, profile = service.settings, service.profile
+    if settings.try_page == "off":
+        raise NotFound(f"no route {path} (the try-it page is off on this server)")
+    if path != INFO:
+        content_type, data = asset(path)
+        return data, content_type
+    phase, pipe = ("draining" if service.slots.closed else service.phase), service.pipeline
+    served = None
+    if phase == "ready":  # each /v1/systemone type: None when served, else why it is refused
+        served = {kinds.KINDS[name].systemone.type: limit.refusal
+                  for name, limit in pipe.limits.kinds.items() if kinds.KINDS[name].systemone}
+    doc = info(phase, bool(settings.api_key), authorized, served, profile.vision is not None,
+               service.attention_modes(),
+               {"max_questions": settings.max_questions, "max_body_bytes": settings.max_body_bytes,
+                "max_images": profile.vision.max_images if profile.vision else 0})
+    return json.dumps(doc).encode(), "application/json"

@@ -10,7 +10,7 @@ import json
 import pytest
 
 from tests.support.json_http import request
-from tests.support.live_stack import FAST_PROFILE, ROOT
+from tests.support.live_stack import FAST_PROFILE, ROOT, vllm_auth
 
 CONTRACT = json.loads((ROOT / "tokenizer" / "smollm2-135m-instruct.json").read_text())
 SPECIALS = CONTRACT["specials"]  # text -> id: every special token of SmolLM2's tokenizer
@@ -79,7 +79,8 @@ def laid_out(stack):
     from onepass.backend.engine import Engine
     from onepass.backend.probes import verified_labels
     _, profile = config.load_profile(str(ROOT / "serve_config.json"), FAST_PROFILE)
-    engine = Engine(stack.vllm_url, profile.served_model_name, timeout_s=120, num_connections=2)
+    engine = Engine(stack.vllm_url, profile.served_model_name, timeout_s=120, num_connections=2,
+                    key=stack.vllm_key)
     yield profile, verified_labels(engine, profile), engine
     engine.close()
 
@@ -174,7 +175,7 @@ def test_ordinary_text_is_untouched(stack):
     assert body["state"] in read.prompt
     tokens = request(stack.vllm_url, "POST", "/tokenize", {
         "model": profile.served_model_name, "prompt": read.prompt,
-        "add_special_tokens": False})[2]["tokens"]
+        "add_special_tokens": False}, vllm_auth(stack.vllm_url))[2]["tokens"]
     assert doc["usage"]["input_tokens"] == len(tokens)
 
 

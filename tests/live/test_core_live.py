@@ -129,7 +129,7 @@ def service(stack, tmp_path_factory):
         path = tmp_path_factory.mktemp("toy") / "serve_config.json"
         path.write_text(json.dumps(doc))
         settings = config.load(["--port", "0", "--vllm", stack.vllm_url, "--config", str(path)],
-                               environ={})
+                               environ={"ONEPASS_VLLM_KEY": stack.vllm_key})
         s = Service(settings, ROOT)
         s.warm_up(poll_s=0.5)
         assert s.phase == "ready", s.reason

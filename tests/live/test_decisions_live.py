@@ -3,7 +3,7 @@ same decision through both APIs."""
 import pytest
 
 from tests.support.json_http import request
-from tests.support.live_stack import free_port, start_shim, wait_health
+from tests.support.live_stack import free_port, start_shim, vllm_auth, wait_health
 from tests.support.openai_calls import CHOICE, PREDICATE, SCORE, TICKET
 from tests.support.openai_client import client
 
@@ -150,6 +150,7 @@ def test_cached_tokens_are_vllms_count(stack):
     cached = doc["usage"]["input_tokens_details"]["cached_tokens"]
     assert 0 < cached < doc["usage"]["input_tokens"]
     head = request(stack.vllm_url, "POST", "/tokenize", {
-        "model": "smollm2-135m-instruct", "prompt": state, "add_special_tokens": False})[2]
+        "model": "smollm2-135m-instruct", "prompt": state, "add_special_tokens": False},
+        vllm_auth(stack.vllm_url))[2]
     reads = 3  # the predicate once, the choice in two orders
     assert cached >= reads * (len(head["tokens"]) - 32), (cached, len(head["tokens"]))

@@ -1,16 +1,22 @@
 """The engine plugin against real vLLM: the session's vLLM (serve.sh, plugin loaded) and a stock
 vLLM started here with the same flags (VLLM_PLUGINS=""), with HF transformers as the reference
-for two-way reads. Nothing here stands in for the engine."""
+for two-way reads; and vLLM as serve.sh starts it answering only with the key it gave the shim.
+Nothing here stands in for the engine."""
 import concurrent.futures as cf
 import json
 import math
+import re
+import urllib.request
+from pathlib import Path
 
 import pytest
 
 from tests.support import hf_reference
 from tests.support.engine_calls import (LABELS, PROMPTS, cached_tokens, complete, label_logprobs,
                                         tokenize, unique)
-from tests.support.live_stack import config_doc, ROOT, SMOLLM2
+from tests.support.json_http import request
+from tests.support.live_bodies import NOUL, body
+from tests.support.live_stack import config_doc, ROOT, SMOLLM2, vllm_auth
 
 TWO_WAY = "bidirectional"
 FILLER = " The order history lists every payment, refund and message in date order." * 40
@@ -98,6 +104,37 @@ def test_over_budget_two_way_prompt_is_a_400(stack):
 def test_unknown_mode_is_a_400(stack):
     status, _, doc = complete(stack.vllm_url, PROMPTS[0], "sideways")
     assert status == 400 and "attention_mode" in doc["error"]["message"]
+
+
+def test_vllm_answers_only_the_shim(stack):
+    """serve.sh: vLLM requires a key made at the start, from its environment (never argv), and
+    the shim alone is given it: without it, with another or in another scheme every route is
+    vLLM's 401 but /health and /metrics (/invocations and /tokenize, which vLLM's own check
+    leaves open, too); the shim answers a decision with it; no log or output holds it."""
+    key, url = stack.vllm_key, stack.vllm_url
+    text = {"model": "smollm2-135m-instruct", "prompt": PROMPTS[0], "max_tokens": 1}
+    calls = (("POST", "/v1/completions", text), ("GET", "/v1/models", None),
+             ("POST", "/invocations", text), ("POST", "/tokenize", {**text, "max_tokens": None}))
+    for auth in ({}, {"Authorization": "Bearer not-the-key"}, {"Authorization": key},
+                 {"Authorization": "Basic " + key}):
+        for method, path, doc in calls:
+            got = request(url, method, path, doc, auth)
+            assert (got[0], got[2]) == (401, {"error": "Unauthorized"}), (path, len(auth))
+    for method, path, doc in calls:
+        assert request(url, method, path, doc, vllm_auth(url))[0] == 200, path
+    for path in ("/health", "/metrics"):
+        assert urllib.request.urlopen(url + path, timeout=30).status == 200, path
+    status, _, doc = stack.request("POST", "/v1/systemone", body({"refund": NOUL}))
+    assert status == 200 and "refund" in doc["answers"], doc
+    out = "".join(stack.output)
+    shim_pid = int(re.search(r"start shim: done \(pid (\d+)", out).group(1))
+    for pid, variable in ((stack.vllm_pid, "VLLM_API_KEY"), (shim_pid, "ONEPASS_VLLM_KEY")):
+        proc = Path(f"/proc/{pid}")
+        assert f"{variable}={key}".encode() in (proc / "environ").read_bytes().split(b"\0")
+        assert key.encode() not in (proc / "cmdline").read_bytes()
+    logs = {p.name: p.read_text(errors="replace") for p in stack.log_dir.glob("*.log")}
+    assert {"vllm.log", "shim.log"} <= set(logs)
+    assert [name for name, t in {**logs, "serve.sh": out}.items() if key in t] == []
 
 
 def test_two_way_waits_for_a_whole_step_beside_a_chunked_prefill(stack):

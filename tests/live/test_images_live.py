@@ -14,7 +14,8 @@ import pytest
 from onepass.backend.warmup import png
 from tests.support.image_requests import BLUE, RED, Images, multipart, url
 from tests.support.json_http import request
-from tests.support.live_stack import ROOT, VISION_PROFILE, free_port, start_shim, wait_health
+from tests.support.live_stack import (ROOT, VISION_PROFILE, free_port, start_shim, vllm_auth,
+                                      wait_health)
 from tests.support.openai_client import client
 
 from onepass.config import load_profile
@@ -197,7 +198,8 @@ def test_vllm_itself_refuses_to_fetch(vision_stack):
     """vLLM was started so that it cannot fetch: a link sent to it directly is refused."""
     body = {"model": SERVED, "max_tokens": 1, "messages": [{"role": "user", "content": [
         {"type": "image_url", "image_url": {"url": "http://127.0.0.1:9/a.png"}}]}]}
-    status, _, doc = request(vision_stack.vllm_url, "POST", "/v1/chat/completions", body)
+    status, _, doc = request(vision_stack.vllm_url, "POST", "/v1/chat/completions", body,
+                             vllm_auth(vision_stack.vllm_url))
     assert status == 400 and "domain" in json.dumps(doc).lower(), doc
 
 
@@ -210,7 +212,8 @@ def test_the_profiles_tokens_per_image_bounds_vllms_count(vision_stack):
     for size in ((10, 10), (64, 64), (640, 640), (2000, 100)):
         body = {"model": SERVED, "max_tokens": 1, "messages": [{"role": "user", "content": [
             {"type": "image_url", "image_url": {"url": url(png(*size, (9, 9, 9)))}}]}]}
-        status, _, doc = request(vision_stack.vllm_url, "POST", "/v1/chat/completions", body)
+        status, _, doc = request(vision_stack.vllm_url, "POST", "/v1/chat/completions", body,
+                                 vllm_auth(vision_stack.vllm_url))
         assert status == 200, doc
         seen.append(doc["usage"]["prompt_tokens_details"]["multimodal_tokens"]["image"])
     assert 0 < min(seen) and max(seen) <= vision.tokens_per_image, seen

@@ -12,7 +12,7 @@ import pytest
 from tests.support import hf_reference
 from tests.support.engine_calls import cached_tokens, label_logprobs, tokenize, unique
 from tests.support.json_http import request
-from tests.support.live_stack import SMOLLM2
+from tests.support.live_stack import SMOLLM2, vllm_auth
 
 MODEL = "smollm2-135m-instruct"
 HEAD = ("<|im_start|>system\nYou sort support tickets.<|im_end|>\n<|im_start|>user\nRecord:\n"
@@ -46,7 +46,7 @@ def read(url, ids, spans=None, mode=None):
     body = {"model": MODEL, "prompt": ids, "max_tokens": 1, "temperature": 0.0, "logprobs": 1,
             "logprob_token_ids": labels(url), "return_tokens_as_token_ids": True,
             **({"vllm_xargs": xargs} if xargs else {})}
-    return request(url, "POST", "/v1/completions", body)
+    return request(url, "POST", "/v1/completions", body, vllm_auth(url))
 
 
 def ok(response) -> dict:
@@ -120,7 +120,8 @@ def test_a_set_read_whose_prefix_is_prefilled_in_chunks(stack):
 def test_malformed_spans_are_a_400(stack, spans):
     ids, _ = ids_and_spans(stack.vllm_url, range(4))
     body = {"model": MODEL, "prompt": ids, "max_tokens": 1, "vllm_xargs": {"set_spans": spans}}
-    status, _, doc = request(stack.vllm_url, "POST", "/v1/completions", body)
+    status, _, doc = request(stack.vllm_url, "POST", "/v1/completions", body,
+                             vllm_auth(stack.vllm_url))
     assert status == 400 and "set_spans" in doc["error"]["message"], doc
 
 
@@ -128,7 +129,8 @@ def test_spans_reaching_the_last_token_are_a_400(stack):
     ids, _ = ids_and_spans(stack.vllm_url, range(4))
     body = {"model": MODEL, "prompt": ids, "max_tokens": 1,
             "vllm_xargs": {"set_spans": f"3:5,5:{len(ids)}"}}
-    status, _, doc = request(stack.vllm_url, "POST", "/v1/completions", body)
+    status, _, doc = request(stack.vllm_url, "POST", "/v1/completions", body,
+                             vllm_auth(stack.vllm_url))
     assert status == 400 and "last token" in doc["error"]["message"], doc
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from tests.support.live_bodies import (CHOICE, NOUL, PLAIN, SCORE, TICKET, UNTEMPERED, body,
                                        raw)
-from tests.support.live_stack import FAST_PROFILE, ROOT
+from tests.support.live_stack import FAST_PROFILE, ROOT, vllm_auth
 from tests.support.response_contract import check_response
 
 
@@ -207,7 +207,8 @@ def test_answers_are_the_models_label_distribution(stack, override):
     if override:
         profile = replace(profile, layout=config.Layout(),
                           calibration=config.Calibration(UNTEMPERED["temperature"]))
-    engine = Engine(stack.vllm_url, profile.served_model_name, timeout_s=120, num_connections=2)
+    engine = Engine(stack.vllm_url, profile.served_model_name, timeout_s=120, num_connections=2,
+                    key=stack.vllm_key)
     labels = verified_labels(engine, profile)
     engine.close()
     q = {"c": {"type": "choice", "instructions": "What colour is named in the record?",
@@ -236,7 +237,7 @@ def test_answers_are_the_models_label_distribution(stack, override):
                 doc = stack.request("POST", "/v1/completions", {
                     "model": profile.served_model_name, "prompt": read.prompt + label,
                     "max_tokens": 1, "prompt_logprobs": 0, "add_special_tokens": False},
-                    base=stack.vllm_url)[2]
+                    headers=vllm_auth(stack.vllm_url), base=stack.vllm_url)[2]
                 logprob = doc["choices"][0]["prompt_logprobs"][-1][str(token_id)]["logprob"]
                 weights[option] += math.exp((logprob - prior[position]) / temperature)
             per_read.append([w / sum(weights) for w in weights])

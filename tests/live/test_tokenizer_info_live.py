@@ -21,7 +21,8 @@ def served(stack):
     from onepass import config
     from onepass.backend.engine import Engine
     _, profile = config.load_profile(str(ROOT / "serve_config.json"), FAST_PROFILE)
-    engine = Engine(stack.vllm_url, profile.served_model_name, timeout_s=120, num_connections=2)
+    engine = Engine(stack.vllm_url, profile.served_model_name, timeout_s=120, num_connections=2,
+                    key=stack.vllm_key)
     yield profile, engine
     engine.close()
 

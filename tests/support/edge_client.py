@@ -37,10 +37,13 @@ def read_response(rfile) -> tuple[int, dict, bytes]:
     return int(match.group(1)), headers, body
 
 
-def exchange(addr, data: bytes, timeout: float = 5.0) -> tuple[list, bytes]:
-    """Send `data` on a new connection, then read until the server closes: every complete
-    response, and whatever bytes follow the last one (b"" from a well-behaved server)."""
-    with socket.create_connection(addr, timeout=timeout) as sock:
+def exchange(addr, data: bytes, timeout: float = 5.0,
+             source: str | None = None) -> tuple[list, bytes]:
+    """Send `data` on a new connection (from the loopback address `source`, when given), then
+    read until the server closes: every complete response, and whatever bytes follow the last
+    one (b"" from a well-behaved server)."""
+    with socket.create_connection(addr, timeout=timeout,
+                                  source_address=(source, 0) if source else None) as sock:
         try:
             sock.sendall(data)
         except OSError:

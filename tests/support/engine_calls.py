@@ -1,9 +1,11 @@
-"""Direct vLLM completions calls shared by the engine tests (the shim is not involved)."""
+"""Direct vLLM completions calls shared by the engine tests (the shim is not involved), each
+with the key of the vLLM it is aimed at (tests/support/live_stack.py started it)."""
 from __future__ import annotations
 
 import uuid
 
 from tests.support.json_http import request
+from tests.support.live_stack import vllm_auth
 
 LABELS = [10539, 5230, 4182, 28, 33, 34]  # SmolLM2 ids: "Yes", "No", and a few others
 PROMPTS = [
@@ -28,7 +30,7 @@ def complete(url: str, prompt, mode: str | None = None, labels=LABELS, **extra):
             "return_tokens_as_token_ids": True, "add_special_tokens": False, **extra}
     if mode is not None:
         body["vllm_xargs"] = {"attention_mode": mode}
-    return request(url, "POST", "/v1/completions", body)
+    return request(url, "POST", "/v1/completions", body, vllm_auth(url))
 
 
 def label_logprobs(doc: dict, labels=LABELS) -> list[float]:
@@ -42,4 +44,5 @@ def cached_tokens(doc: dict) -> int:
 
 def tokenize(url: str, text: str, model: str = "smollm2-135m-instruct") -> list[int]:
     return request(url, "POST", "/tokenize", {"model": model, "prompt": text,
-                                              "add_special_tokens": False})[2]["tokens"]
+                                              "add_special_tokens": False},
+                   vllm_auth(url))[2]["tokens"]

@@ -13,7 +13,9 @@ tokenizer contract's probe texts and each added token alone give their ids; chat
 rendered with the profile's template, so the start-up guard passes), /v1/completions with
 `logprob_token_ids` (over the context: vLLM's 400; a set read, vllm_xargs.set_spans, answers
 alike in any order of its spans), and /v1/chat/completions for image reads (a vision profile:
-`profile="idefics3-tiny"`).
+`profile="idefics3-tiny"`). With `key`, every call without `Authorization: Bearer <key>` gets
+vLLM's 401 (vLLM checks its /v1 routes only; here every path, so a call the shim sends without
+the key fails wherever it goes).
 """
 import collections
 import hashlib
@@ -75,6 +77,7 @@ class Handler(BaseHTTPRequestHandler):
     mode, delay_s, vocab, tokenizer_info = "answer", 0.0, None, True  # set by FakeEngine
     drop, calls = "", None  # a path whose calls are dropped unanswered; calls per path
     configured = None  # a Setup (vLLM as configured); None: set reads as sets, other flags ignored
+    key = None  # vLLM's key (VLLM_API_KEY); None: vLLM started without one
 
     def parse_request(self):
         if not super().parse_request():
@@ -83,6 +86,10 @@ class Handler(BaseHTTPRequestHandler):
             self.calls[self.path] += 1
         if self.drop and self.path.endswith(self.drop):
             self.close_connection = True  # dropped: the connection closes, nothing answered
+            return False
+        if self.key is not None and self.headers.get("Authorization") != f"Bearer {self.key}":
+            self.rfile.read(int(self.headers.get("Content-Length", 0)))  # the connection goes on
+            self.reply(401, {"error": "Unauthorized"})  # vLLM's own answer
             return False
         return True
 
@@ -198,18 +205,19 @@ class FakeEngine:
     tokenizer_info: False answers /tokenizer_info with a 404; added: more added tokens (text ->
     id) beside the contract's specials; drop: a path (its end) whose calls are dropped, the
     connection closed unanswered; setup: vLLM's configuration to answer as (None: set reads
-    read as sets, two-way flags ignored). `calls` counts the calls per path."""
+    read as sets, two-way flags ignored); key: the key every call must carry (None: none).
+    `calls` counts the calls per path."""
 
     def __init__(self, mode: str = "answer", delay_s: float = 0.0, profile: str = "",
                  port: int = 0, tokenizer_info: bool = True, added: dict | None = None,
-                 drop: str = "", setup: Setup | None = None):
+                 drop: str = "", setup: Setup | None = None, key: str | None = None):
         _, prof = config.load_profile(str(ROOT / "serve_config.json"), profile)
         self.calls = collections.Counter()
         handler = type("FakeHandler", (Handler,), {"mode": mode, "delay_s": delay_s,
                                                    "vocab": Vocabulary(prof, added),
                                                    "tokenizer_info": tokenizer_info,
                                                    "drop": drop, "calls": self.calls,
-                                                   "configured": setup})
+                                                   "configured": setup, "key": key})
         self.server = Listening(("127.0.0.1", port), handler)
         self.server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"

@@ -72,11 +72,11 @@ def cases(cap: int = CAP) -> list:
     return out
 
 
-def send(addr, data: bytes, timeout: float = 120.0) -> tuple:
+def send(addr, data: bytes, timeout: float = 120.0, source: str | None = None) -> tuple:
     """(status, seconds) of one request on its own connection (0: no complete answer)."""
     started = time.monotonic()
     try:
-        responses, _ = exchange(addr, data, timeout)
+        responses, _ = exchange(addr, data, timeout, source)
         status = responses[0][0] if responses else 0
     except (OSError, AssertionError):
         status = 0
@@ -84,13 +84,15 @@ def send(addr, data: bytes, timeout: float = 120.0) -> tuple:
 
 
 def flood(addr, bodies: list) -> list:
-    """Every body sent at once, one connection each: [(status, seconds)] in their order."""
+    """Every body sent at once, one connection each, each from a loopback address of its own
+    (127.0.1.N: as many clients, so what bounds them is the server's body budget, not one
+    source's share of it): [(status, seconds)] in their order."""
     results = [None] * len(bodies)
     gate = threading.Barrier(len(bodies))
 
     def one(i):
         gate.wait()
-        results[i] = send(addr, bodies[i])
+        results[i] = send(addr, bodies[i], source=f"127.0.1.{i % 250 + 1}")
     threads = [threading.Thread(target=one, args=(i,)) for i in range(len(bodies))]
     [t.start() for t in threads]
     [t.join() for t in threads]

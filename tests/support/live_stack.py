@@ -5,6 +5,7 @@ them runs with. Nothing here stands in for the engine. conftest.py's fixtures ar
 import json
 import os
 import re
+import secrets
 import signal
 import socket
 import subprocess
@@ -44,6 +45,24 @@ SPINCOUNT = "10000"
 # serve.sh does not set it (with CPU binding on, vLLM needs the worker process), and the
 # balancer's stacks run without it, as production does (test_balancer_live.py).
 IN_PROCESS = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0"}
+# vLLM answers only with its key, as serve.sh starts it: every vLLM started here (serve.sh's and
+# the extra ones) gets a fresh key, kept here by its URL for the shims and calls aimed at it.
+KEYS: dict[str, str] = {}
+
+
+def fresh_key() -> str:
+    return secrets.token_hex(32)  # as serve.sh's: 32 random bytes in hex
+
+
+def vllm_key(url: str) -> str:
+    """The key of the vLLM at `url` that this harness started ('' for any other)."""
+    return KEYS.get(url.rstrip("/"), "")
+
+
+def vllm_auth(url: str) -> dict:
+    """The header a call to the vLLM at `url` carries (none for a vLLM started elsewhere)."""
+    key = vllm_key(url)
+    return {"Authorization": f"Bearer {key}"} if key else {}
 
 
 def clean_env() -> dict:
@@ -72,6 +91,7 @@ class Stack:
     proc: subprocess.Popen
     output: list
     vllm_pid: int
+    vllm_key: str = ""  # vLLM's key: only the shim (and a test that calls vLLM) is given it
 
     def request(self, method, path, body=None, headers=None, base=None):
         return request((base or self.url), method, path, body, headers)
@@ -95,9 +115,11 @@ def changed_profile(tmp_path, **changes) -> tuple[str, str]:
 
 
 def start_shim(vllm_url, port, env_extra=None, args=()):
-    """A second shim process against the session's vLLM (auth, guard-failure tests)."""
+    """A second shim process against the session's vLLM (auth, guard-failure tests), given
+    that vLLM's key as serve.sh gives its shim (env_extra may set another)."""
     env = clean_env()
     env["ONEPASS_PROFILE"] = FAST_PROFILE  # a test's --profile or --config default wins
+    env["ONEPASS_VLLM_KEY"] = vllm_key(vllm_url)
     env.update(env_extra or {})
     proc = subprocess.Popen([sys.executable, str(ROOT / "shim.py"), "--port", str(port),
                              "--vllm", vllm_url, "--config", str(ROOT / "serve_config.json"),
@@ -138,8 +160,11 @@ def launch_serve(log_dir, until: str, env_extra=None) -> tuple[subprocess.Popen,
 
 
 def serve_stack(log_dir, env_extra=None):
-    """serve.sh until ready, as a Stack; the caller stops it with stop_stack."""
-    proc, output = launch_serve(log_dir, "onepass ready:", env_extra)
+    """serve.sh until ready, as a Stack; the caller stops it with stop_stack. Its vLLM's key is
+    made here (launch_serve leaves it to serve.sh), for the calls the tests aim at vLLM."""
+    key = fresh_key()
+    proc, output = launch_serve(log_dir, "onepass ready:",
+                                {"ONEPASS_VLLM_KEY": key, **(env_extra or {})})
     if not output or not output[-1].startswith("onepass ready:"):
         proc.kill()
         raise RuntimeError("serve.sh did not get ready:\n" + "".join(output[-30:]))
@@ -147,7 +172,8 @@ def serve_stack(log_dir, env_extra=None):
     url = re.search(r"onepass ready: (http://[^/]+)/v1/systemone", text).group(1)
     vllm_url = re.search(r"--vllm (http://\S+)", text).group(1)
     vllm_pid = int(re.search(r"start vLLM: done \(pid (\d+)", text).group(1))
-    return Stack(url, vllm_url, proc, output, vllm_pid)
+    KEYS[vllm_url] = key
+    return Stack(url, vllm_url, proc, output, vllm_pid, key)
 
 
 def shipped_dtype() -> str:
@@ -171,6 +197,7 @@ class Vllm:
     url: str
     proc: subprocess.Popen
     log: Path
+    key: str = ""
 
     def stop(self):
         """The whole process group (API server and engine core), which we started."""
@@ -185,24 +212,29 @@ class Vllm:
 
 def start_vllm(model: Path, served_name: str, args, plugins: str, log: Path,
                timeout: float = 600) -> Vllm:
-    """A vLLM CPU server like serve.sh's, with VLLM_PLUGINS chosen ("" = stock vLLM)."""
-    port = free_port()
+    """A vLLM CPU server like serve.sh's (its key fresh, in VLLM_API_KEY), with VLLM_PLUGINS
+    chosen ("" = stock vLLM)."""
+    port, key = free_port(), fresh_key()
     env = clean_env()
-    env.update(VLLM_PLUGINS=plugins, HF_HUB_OFFLINE="1", VLLM_CPU_KVCACHE_SPACE="1")
+    env.update(VLLM_PLUGINS=plugins, HF_HUB_OFFLINE="1", VLLM_CPU_KVCACHE_SPACE="1",
+               VLLM_API_KEY=key)
     cmd = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(model),
            "--served-model-name", served_name, "--host", "127.0.0.1", "--port", str(port),
            "--enable-tokenizer-info-endpoint", "--enable-log-requests",  # as serve.sh
+           "--middleware", "onepass_engine.guard.Guard",  # the key on every route, as serve.sh
            *args]
     with open(log, "w") as out:
         proc = subprocess.Popen(cmd, env=env, cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
                                 start_new_session=True)
-    server = Vllm(f"http://127.0.0.1:{port}", proc, log)
+    server = Vllm(f"http://127.0.0.1:{port}", proc, log, key)
+    KEYS[server.url] = key
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise RuntimeError(f"vLLM exited ({proc.returncode}):\n" + log.read_text()[-3000:])
         try:
-            if request(server.url, "GET", "/v1/models", timeout=5)[0] == 200:
+            if request(server.url, "GET", "/v1/models", headers=vllm_auth(server.url),
+                       timeout=5)[0] == 200:
                 return server
         except (OSError, ValueError):
             pass

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from onepass import body_limits, config
 from onepass.decision import MAX_STATE_BYTES
-from onepass.errors import PayloadTooLarge
+from onepass.errors import PayloadTooLarge, UnsupportedMediaType
 from onepass.profile import Vision
 from tests.support.unit_profile import PROFILE
 
@@ -42,20 +42,35 @@ class TestClaim(unittest.TestCase):
     """What a body claims of the body budget before it is read."""
 
     def test_the_claim_is_made_from_the_head(self):
-        """claim: identity is its length and what counting copies (not its parse: taken once
-        counted, so a slow sender holds little); a gzip layer what it may decode to, at most
-        1,032x its length (DEFLATE's ratio) within the decoded cap, zstd the cap; chunked the
-        wire limit, joined and counted; past the wire limit a 413 before anything is
-        claimed."""
+        """claim: what reading holds (its length; chunked: twice the wire limit, its growing
+        buffer then its bytes), whatever its coding; past the wire limit a 413 before anything
+        is claimed. decode_claim, once the body is in: a gzip layer what it may decode to, at
+        most 1,032x its length (DEFLATE's ratio) within the decoded cap, zstd the cap, twice
+        (the output grows)."""
         lim = limits(decoded_bytes=10 << 20, wire_bytes=1 << 20)
-        self.assertEqual(body_limits.claim({}, 1000, lim), (3000, 1 << 20))
-        zipped = body_limits.claim({"Content-Encoding": "gzip"}, 1000, lim)[0]
-        self.assertEqual(zipped, 1000 + 4 * 1032 * 1000)
-        self.assertEqual(body_limits.claim({"Content-Encoding": "zstd"}, 1000, lim)[0],
-                         1000 + 4 * (10 << 20))
-        self.assertEqual(body_limits.claim({}, body_limits.CHUNKED, lim)[0], 4 << 20)
+        self.assertEqual(body_limits.claim({}, 1000, lim), (1000, 1 << 20))
+        self.assertEqual(body_limits.claim({"Content-Encoding": "gzip"}, 1000, lim)[0], 1000)
+        self.assertEqual(body_limits.claim({}, body_limits.CHUNKED, lim)[0], 2 << 20)
         with self.assertRaises(PayloadTooLarge):
             body_limits.claim({}, (1 << 20) + 1, lim)
+        self.assertEqual(body_limits.decode_claim(1000, "", lim), 0)
+        self.assertEqual(body_limits.decode_claim(1000, "gzip", lim), 2 * 1032 * 1000)
+        self.assertEqual(body_limits.decode_claim(100000, "deflate", lim), 2 * (10 << 20))
+        if body_limits.ZSTD is not None:
+            self.assertEqual(body_limits.decode_claim(10, "zstd", lim), 2 * (10 << 20))
+
+    def test_codings_it_does_not_decode_are_refused_before_any_claim(self):
+        """claim: an unknown coding (br), two layers (each would multiply what a few bytes
+        decode to) and zstd on a Python without it are a 415 before anything is claimed."""
+        lim = limits(decoded_bytes=10 << 20, wire_bytes=1 << 20)
+        refused = ["br", "gzip, gzip", "gzip, deflate", "identity, br"]
+        if body_limits.ZSTD is None:
+            refused.append("zstd")
+        for coding in refused:
+            with self.assertRaises(UnsupportedMediaType, msg=coding):
+                body_limits.claim({"Content-Encoding": coding}, 10, lim)
+        self.assertEqual(body_limits.claim({"Content-Encoding": "identity, gzip"}, 10, lim)[0],
+                         10)
 
 
 if __name__ == "__main__":

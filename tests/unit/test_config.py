@@ -42,6 +42,20 @@ class TestSettings(unittest.TestCase):
         with self.assertRaises(config.ConfigError):
             config.load([], environ={"ONEPASS_PORT": "nine"})
 
+    def test_the_vllm_key_from_the_environment_only(self):
+        """load: vLLM's key is ONEPASS_VLLM_KEY (unset: ''), never a flag or in a repr; one a
+        header cannot carry is refused without being repeated."""
+        self.assertEqual(load().vllm_key, "")
+        s = load(ONEPASS_VLLM_KEY="9f0c-secret")
+        self.assertEqual(s.vllm_key, "9f0c-secret")
+        self.assertNotIn("9f0c-secret", repr(s))
+        self.assertNotIn("vllm_key", vars(config.parse_args([])))  # no flag: argv is public
+        for bad in ("a\r\nX-Evil: 1", "kéy"):
+            with self.assertRaises(config.ConfigError) as ctx:
+                load(ONEPASS_VLLM_KEY=bad)
+            self.assertIn("ONEPASS_VLLM_KEY", str(ctx.exception))
+            self.assertNotIn(bad, str(ctx.exception))
+
     def test_counts_and_timeouts_must_be_positive_and_finite(self):
         """load: 0, negative or infinite is a ConfigError naming it; port 0 means any port."""
         for name in POSITIVE:

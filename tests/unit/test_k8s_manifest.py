@@ -6,8 +6,9 @@ fields and check each field's type), then held to explicit rules: a startupProbe
 liveness, readiness on /health, liveness on /health?live=1, the model and cache volumes, the
 profile, requests and limits, a non-root read-only securityContext, and the image tag
 deploy/build_image.sh produces. And who may reach it: the API key from a Secret (created by the
-command the file gives, never shipped in it: the commented example is validated too), no
-service-account token in the pod, and a NetworkPolicy that lets only the ingress namespace or
+command the file gives, never shipped in it: the commented example is validated too), vLLM's
+key left to serve.sh (fresh at each container start, so never stored), no service-account token
+in the pod, and a NetworkPolicy that lets only the ingress namespace or
 labelled client pods reach the port and the pod only DNS and public HTTPS. Needs PyYAML and
 kubernetes (the venv); skipped under the machine's python3 -S, a failure anywhere else without
 them.
@@ -103,6 +104,7 @@ def access_problems(docs: list[dict], text: str) -> list[str]:
         "ONEPASS_API_KEY from a Secret": bool(ref.get("name")) and "value" not in env.get(
             "ONEPASS_API_KEY", {}) and not ref.get("optional"),
         "no Secret shipped in the manifest": all(d["kind"] != "Secret" for d in docs),
+        "vLLM's key made fresh at each start": "ONEPASS_VLLM_KEY" not in env,
         "the Secret example matches the reference": example.get("kind") == "Secret" and
             example.get("metadata", {}).get("name") == ref.get("name") and
             ref.get("key") in example.get("stringData", {}),
@@ -160,7 +162,10 @@ class TestManifest(unittest.TestCase):
                      "ingress and egress both restricted"):
             self.assertIn(rule, problems)
         env.append({"name": "ONEPASS_API_KEY", "value": "k"})
-        self.assertIn("ONEPASS_API_KEY from a Secret", access_problems(old, self.text))
+        env.append({"name": "ONEPASS_VLLM_KEY", "value": "stored"})
+        problems = access_problems(old, self.text)
+        self.assertIn("ONEPASS_API_KEY from a Secret", problems)
+        self.assertIn("vLLM's key made fresh at each start", problems)
         policy = next(d for d in self.docs if d["kind"] == "NetworkPolicy")
         policy["spec"]["ingress"][0]["from"].append({})
         policy["spec"]["egress"][-1]["to"][0]["ipBlock"]["except"] = []

@@ -146,6 +146,14 @@ class DryRun(unittest.TestCase):
         self.assertEqual(vllm.flag("--served-model-name"), p["served_model_name"])
         self.assertEqual(vllm.flag("--max-model-len"), str(p["max_model_len"]))
         self.assertEqual(vllm.flag("--host"), "127.0.0.1")
+        # vLLM answers only the shim: a key made at the start, in the environment (never argv,
+        # which every local user can read), the same for the shim, no value shown
+        self.assertEqual(vllm.env.get("VLLM_API_KEY"), "<fresh at start>")
+        self.assertEqual(shim.env.get("ONEPASS_VLLM_KEY"), "<fresh at start>")
+        self.assertFalse(vllm.has("--api-key"))
+        self.assertNotIn("<fresh at start>", vllm.argv + shim.argv)
+        # vLLM checks its key under /v1 only: the guard holds every route but /health, /metrics
+        self.assertEqual(vllm.flag("--middleware"), "onepass_engine.guard.Guard")
         # ONEPASS_MODEL unset: the embedded build, offline
         embedded = p.get("embedded") or "smollm2-135m-instruct"
         self.assertEqual(vllm.flag("--model"), f"{self.tmp}/cache/models/{embedded}")
@@ -246,6 +254,16 @@ class Settings(unittest.TestCase):
         self.assertNotIn("s3cret", out.stdout)
         shim = parse(out.stdout)[DEFAULT, "cpu"]["shim"]
         self.assertEqual(shim.env["ONEPASS_API_KEY"], "<withheld>")
+
+    def test_a_given_vllm_key_is_withheld_and_kept_out_of_the_compile_cache(self):
+        same = {"ONEPASS_PROFILE": DEFAULT, "ONEPASS_DEVICE": "gpu", "ONEPASS_MODEL": "/models/m"}
+        lines = self.run_one(ONEPASS_VLLM_KEY="vllm-s3cret", **same)
+        self.assertNotIn("vllm-s3cret", repr(vars(lines["vllm"])) + repr(vars(lines["shim"])))
+        self.assertEqual((lines["vllm"].env["VLLM_API_KEY"], lines["shim"].env[
+            "ONEPASS_VLLM_KEY"]), ("<withheld>", "<withheld>"))
+        cache = lambda line: Path(line.env["VLLM_CACHE_ROOT"]).name
+        # another key (each start's is new) keeps the compiled graphs
+        self.assertEqual(cache(lines["vllm"]), cache(self.run_one(**same)["vllm"]))
 
     def test_bad_settings_stop_with_exit_10(self):
         for env, says in (({"ONEPASS_DEVICE": "tpu"}, "ONEPASS_DEVICE must be"),

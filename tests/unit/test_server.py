@@ -254,7 +254,8 @@ class TestStartUp(unittest.TestCase):
         self.addCleanup(service.engine.close)
         before = counts()
         polls = []  # the wait sleeps once after each poll that found vLLM not up
-        pause = types.SimpleNamespace(sleep=lambda s: polls.append(s) or time.sleep(s))
+        pause = types.SimpleNamespace(sleep=lambda s: polls.append(s) or time.sleep(s),
+                                      monotonic=time.monotonic)  # the default deadline reads it
         patch = mock.patch("onepass.server.time", pause)
         patch.start()
         self.addCleanup(patch.stop)

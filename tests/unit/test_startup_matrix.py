@@ -1,7 +1,8 @@
 """Start-up for every shipped profile on every device, against vLLM configured as
 `serve.sh --dry-run` says the start would configure it: the engine plugin loaded or not
 (VLLM_PLUGINS), the V1 or V2 model runner (VLLM_USE_V2_MODEL_RUNNER; unset, CUDA runs V2 and
-the CPU build V1, having no Triton backend), /tokenizer_info served or not. The stand-in engine
+the CPU build V1, having no Triton backend), /tokenizer_info served or not, vLLM's key
+(VLLM_API_KEY, which the shim line's ONEPASS_VLLM_KEY must match). The stand-in engine
 answers as that configuration would (tests/support/fake_engine.py's Setup: the plugin's own
 admission rules refuse what they refuse). Each shipped configuration gets ready; a profile
 that needs what its configuration lacks (option sets on V2 or without the plugin, two-way
@@ -41,7 +42,8 @@ def start(device: str, lines) -> Service:
     argv[argv.index("--port") + 1], argv[argv.index("--vllm") + 1] = "0", "{url}"
     profile = shim.env.get("ONEPASS_PROFILE", "")
     fake = FakeEngine(profile=profile, setup=setup_of(device, vllm),
-                      tokenizer_info=vllm.has("--enable-tokenizer-info-endpoint"))
+                      tokenizer_info=vllm.has("--enable-tokenizer-info-endpoint"),
+                      key=vllm.env.get("VLLM_API_KEY"))  # the shim's line must carry it too
     try:
         settings = config.load([a.replace("{url}", fake.url) for a in argv], environ=shim.env)
         service = Service(settings, ROOT)

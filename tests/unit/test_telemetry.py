@@ -24,6 +24,7 @@ def value(name: str) -> float:
 def service(phase="ready", closed=False):
     """What the gauges read of a running Service."""
     return SimpleNamespace(phase=phase, slots=SimpleNamespace(busy=3, closed=closed),
+                           door=SimpleNamespace(queue=["a waiter"] * 2),
                            pace=SimpleNamespace(expected_s=lambda: 0.123456),
                            settings=SimpleNamespace(profile="p", vllm_dtype="bf16",
                                                     vllm_device="cpu"),
@@ -80,10 +81,12 @@ class TestGauges(unittest.TestCase):
         self.addCleanup(telemetry.watch, telemetry._service)
 
     def test_read_from_the_watched_service(self):
-        """watch: in flight, the expected answer time (4 places), the build and the phase."""
+        """watch: in flight, queued at the door, the expected answer time (4 places), the
+        build and the phase."""
         telemetry.watch(service())
         got = samples(telemetry.REGISTRY.render())
         self.assertEqual(got["onepass_in_flight_requests"], 3)
+        self.assertEqual(got["onepass_queued_requests"], 2)
         self.assertEqual(got["onepass_expected_answer_seconds"], 0.1235)
         self.assertEqual(got[f'onepass_build_info{{version="{__version__}",model="m",'
                              'profile="p",dtype="bf16",device="cpu"}'], 1)

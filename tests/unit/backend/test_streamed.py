@@ -22,7 +22,7 @@ class Stalling(LocalServer):
 
     def handle(self, conn):
         with conn:
-            conn.recv(65536)
+            self.got = conn.recv(65536)
             event = b'data: {"choices": []}\n\n'  # chunked, as vLLM streams
             conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
                          b"Transfer-Encoding: chunked\r\n\r\n"
@@ -32,6 +32,7 @@ class Stalling(LocalServer):
 
 def engine(port: int, timeout_s: float):
     return types.SimpleNamespace(host="127.0.0.1", port=port, prefix="", timeout_s=timeout_s,
+                                 auth={"Authorization": "Bearer vllm-key"},
                                  count=lambda texts: [1 for _ in texts],
                                  gate=wire.Gate(1 << 20, timeout_s))
 
@@ -62,6 +63,7 @@ class TestStreamDeadline(unittest.TestCase):
         text, tokens, cut, _ = self.generate(timeout_s=5, budget_s=0.5)
         self.assertEqual((text, tokens, cut), ("", [], True))
         self.assertLess(self.took, 2)
+        self.assertIn(b"\r\nAuthorization: Bearer vllm-key\r\n", self.server.got)  # vLLM's key
 
 
 if __name__ == "__main__":

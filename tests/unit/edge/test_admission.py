@@ -1,12 +1,9 @@
 """Stdlib-only tests of admission (onepass/edge/admission.py): the key check's outcomes (off,
 missing or wrong: 401, each with its RFC 6750 challenge; two keys at once for a rotation), what
-counts as local with auth off (the bind address, Host, Origin) and the in-flight slots (the cap,
-closing on SIGTERM, the drain's wait). Over HTTP: test_security.py (test_auth_schemes,
+counts as local with auth off (the bind address, Host, Origin). Over HTTP: test_security.py (test_auth_schemes,
 TestAuthByDefault).
 Run: python3 -S -m unittest tests.unit.edge.test_admission
 """
-import threading
-import time
 import unittest
 
 from onepass.edge import admission
@@ -102,32 +99,6 @@ class TestLocal(unittest.TestCase):
                 self.assertIsNone(why, values)
             else:
                 self.assertIn(named, why or "", values)
-
-
-class TestSlots(unittest.TestCase):
-    def test_at_most_limit_in_flight(self):
-        """take: True up to the limit, then False until one is given back."""
-        slots = admission.Slots(2)
-        self.assertEqual([slots.take() for _ in range(3)], [True, True, False])
-        slots.give()
-        self.assertTrue(slots.take())
-        self.assertEqual(slots.busy, 2)
-
-    def test_closing_refuses_new_work_and_waits_for_the_busy(self):
-        """close_and_wait: nothing taken after it; it returns 0 once the busy one is given."""
-        slots = admission.Slots(4)
-        slots.take()
-        threading.Timer(0.05, slots.give).start()
-        started = time.monotonic()
-        self.assertEqual(slots.close_and_wait(5.0), 0)
-        self.assertLess(time.monotonic() - started, 4.0)
-        self.assertFalse(slots.take())
-
-    def test_the_drain_gives_up_at_its_timeout(self):
-        """close_and_wait: with requests still in flight at the timeout, it returns their count."""
-        slots = admission.Slots(4)
-        slots.take(), slots.take()
-        self.assertEqual(slots.close_and_wait(0.05), 2)
 
 
 if __name__ == "__main__":

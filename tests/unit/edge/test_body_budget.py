@@ -1,8 +1,10 @@
 """Stdlib-only tests of the body budget (onepass/edge/body_budget.py): bytes held by every
-request's body together, a wait for room bounded per request and then a retryable 529, a claim
-larger than the budget going alone, requests that hold bytes going before those that hold none,
-a small claim going past a large one, no deadlock when every holder waits to grow, and
-everything returned on release.
+request's body together, a wait for room bounded per request and then a retryable 529, a hold
+past a share in the lane beside the budget, requests that hold bytes going before those that
+hold none, a small claim going past a large one, no deadlock when every holder waits to grow,
+each source address's share (a new claim past it refused at once, a growing one waiting for its
+own requests' room), and everything returned on release. The tests of the budget's order give every hold one source and that
+source the whole budget.
 Run: python3 -S -m unittest tests.unit.edge.test_body_budget
 """
 import threading
@@ -38,7 +40,7 @@ def waiting(budget: Budget, n: int) -> None:
 
 class TestBudget(unittest.TestCase):
     def test_room_is_taken_and_given_back(self):
-        budget = Budget(100, wait_s=1.0)
+        budget = Budget(100, wait_s=1.0, per_source=100)
         a, b = budget.hold(), budget.hold()
         a.take(60)
         b.take(40)
@@ -51,7 +53,7 @@ class TestBudget(unittest.TestCase):
         self.assertEqual(budget.used, 0)
 
     def test_a_wait_for_room_ends_when_room_is_given(self):
-        budget = Budget(100, wait_s=5.0)
+        budget = Budget(100, wait_s=5.0, per_source=100)
         first, second = budget.hold(), budget.hold()
         first.take(80)
         thread = later(second.take, 50)
@@ -64,7 +66,7 @@ class TestBudget(unittest.TestCase):
     def test_no_room_in_time_is_a_retryable_529(self):
         """The wait is bounded per request (all its takes together): then Overloaded with
         retry-after-ms, holding nothing more than before."""
-        budget = Budget(100, wait_s=0.2)
+        budget = Budget(100, wait_s=0.2, per_source=100)
         budget.hold().take(90)
         late = budget.hold()
         started = time.monotonic()
@@ -78,7 +80,7 @@ class TestBudget(unittest.TestCase):
     def test_the_requests_deadline_bounds_its_wait(self):
         """A deadline sooner than the budget's wait ends the wait at the deadline with a 504
         (no work was started); a later one leaves the budget's 529."""
-        budget = Budget(100, wait_s=5.0)
+        budget = Budget(100, wait_s=5.0, per_source=100)
         budget.hold().take(90)
         with inflight.request("r1", time.monotonic() + 0.2):
             started = time.monotonic()
@@ -86,30 +88,44 @@ class TestBudget(unittest.TestCase):
                 budget.hold().take(20)
             self.assertLess(time.monotonic() - started, 1.0)
         self.assertIn("body budget", ctx.exception.message)
-        short = Budget(100, wait_s=0.2)
+        short = Budget(100, wait_s=0.2, per_source=100)
         short.hold().take(90)
         with inflight.request("r2", time.monotonic() + 30):
             with self.assertRaises(Overloaded):
                 short.hold().take(20)
         self.assertEqual((budget.waiting, short.waiting), (0, 0))
 
-    def test_a_claim_larger_than_the_budget_goes_alone(self):
-        budget = Budget(100, wait_s=5.0)
-        small, big = budget.hold(), budget.hold()
+    def test_a_hold_past_a_share_goes_to_the_lane_beside_the_budget(self):
+        """A claim past an address's share (here the whole budget) takes the lane at once,
+        beside the budget, its bytes out of it, so normal claims go on; a second such claim
+        waits for the lane (a 529 past its wait); a lane hold resized to a share or less is
+        back in the budget and the lane is free."""
+        budget = Budget(100, wait_s=5.0, per_source=100)
+        small, big, other = budget.hold(), budget.hold(), budget.hold()
         small.take(10)
-        thread = later(big.take, 500)
+        big.take(5)
+        big.take(500)  # at once: past the share, beside the budget
+        self.assertEqual((big.held, budget.used, budget.lane), (505, 10, big))
+        small.take(80)  # the budget is the normal requests'
+        short = Budget(100, wait_s=0.1, per_source=100)
+        first, second = short.hold(), short.hold()
+        first.take(200)
+        with self.assertRaises(Overloaded) as ctx:
+            second.take(150)
+        self.assertIn("one at a time", ctx.exception.message)
+        thread = later(other.take, 300)
         waiting(budget, 1)
-        small.release()
+        big.resize(40)  # back in the budget, over it by at most a share
         thread.join(5)
-        self.assertEqual((thread.error, big.held), (None, 500))
-        big.take(50)  # alone, it may grow further
-        self.assertEqual(budget.used, 550)
+        self.assertEqual((thread.error, budget.lane, budget.used), (None, other, 130))
+        other.release(), big.release(), small.release()
+        self.assertEqual((budget.used, budget.lane, budget.holders), (0, None, 0))
 
     def test_a_request_holding_bytes_goes_before_newcomers(self):
         """Room given back goes first to a request that holds bytes and needs more (finishing,
         it frees them) rather than to one that holds none, even one waiting longer: the room a
         holder waits for is kept from newcomers."""
-        budget = Budget(100, wait_s=1.0)
+        budget = Budget(100, wait_s=1.0, per_source=100)
         blocker, growing, newcomer = budget.hold(), budget.hold(), budget.hold()
         blocker.take(60)
         growing.take(30)
@@ -127,7 +143,7 @@ class TestBudget(unittest.TestCase):
     def test_a_small_claim_goes_past_a_large_one_that_waits(self):
         """A normal decision's small claim is not kept behind a large claim that does not fit
         (that one waits for room, at most its wait)."""
-        budget = Budget(100, wait_s=5.0)
+        budget = Budget(100, wait_s=5.0, per_source=100)
         blocker, large, small = budget.hold(), budget.hold(), budget.hold()
         blocker.take(90)
         thread = later(large.take, 50)
@@ -143,7 +159,7 @@ class TestBudget(unittest.TestCase):
         other until both time out: the first to wait goes ahead, past the budget, and goes on
         alone as it takes more (not the two in turns, each a piece further past it); the other
         follows once it is given back."""
-        budget = Budget(100, wait_s=5.0)
+        budget = Budget(100, wait_s=5.0, per_source=100)
         first, second = budget.hold(), budget.hold()
         first.take(50)
         second.take(50)
@@ -153,12 +169,82 @@ class TestBudget(unittest.TestCase):
         later_one = later(second.take, 30)
         thread.join(5)
         self.assertEqual((thread.error, first.held, budget.used), (None, 80, 130))
-        first.take(30)  # it goes on alone; the other still waits
-        time.sleep(0.05)
-        self.assertEqual((second.held, budget.used), (50, 160))  # over by one request only
         first.release()
         later_one.join(5)
         self.assertEqual((later_one.error, second.held, budget.used), (None, 80, 80))
+
+
+class TestShare(unittest.TestCase):
+    def test_a_source_past_its_share_is_refused_or_waits_for_its_own(self):
+        """A share of 30 of 100: a source's new claim past it is a 529 at once naming the
+        address's share (retry-after-ms) while another source's is taken; a source's request
+        that needs more once its body is in waits for that source's own to give room back
+        (529 past the wait). One request past the share goes to the lane instead."""
+        budget = Budget(100, wait_s=5.0, per_source=30)
+        a1, a2, b = budget.hold("a"), budget.hold("a"), budget.hold("b")
+        a1.take(20)
+        started = time.monotonic()
+        with self.assertRaises(Overloaded) as ctx:
+            a2.take(20)
+        self.assertLess(time.monotonic() - started, 1.0)
+        self.assertIn("your address", ctx.exception.message)
+        self.assertIsNotNone(ctx.exception.retry_after_ms)
+        b.take(20)  # another source: at once
+        a2.take(5)
+        thread = later(a2.take, 15)  # growing past the share: waits for its own
+        waiting(budget, 1)
+        a1.resize(10)  # its own source gives room back
+        thread.join(5)
+        self.assertEqual((thread.error, dict(budget.by_source)), (None, {"a": 30, "b": 20}))
+        short = Budget(100, wait_s=0.1, per_source=30)
+        s1, s2 = short.hold("a"), short.hold("a")
+        s1.take(20), s2.take(5)
+        with self.assertRaises(Overloaded):
+            s2.take(10)  # never given back: a 529 past the wait
+        s1.release(), s2.release()
+        s1.take(60)  # past its share: in the lane, beside the budget
+        self.assertEqual((dict(short.by_source), short.lane, s1.held), ({}, s1, 60))
+        s1.release()
+        a1.release(), a2.release(), b.release()
+        self.assertEqual((budget.used, dict(budget.by_source), short.used), (0, {}, 0))
+
+    def test_a_sources_held_back_growth_keeps_no_room_from_others(self):
+        """Room a grower waits for is kept from newcomers, unless its own source's share
+        holds it back: then another source's newcomer goes at once."""
+        budget = Budget(100, wait_s=5.0, per_source=30)
+        a1, a2, b = budget.hold("a"), budget.hold("a"), budget.hold("b")
+        a1.take(10), a2.take(10)
+        thread = later(a2.take, 15)  # past its source's share while a1 holds bytes
+        waiting(budget, 1)
+        started = time.monotonic()
+        b.take(50)
+        self.assertLess(time.monotonic() - started, 1.0)
+        a1.release()  # now alone in its source: it grows once the budget has room
+        b.release()
+        thread.join(5)
+        self.assertEqual((thread.error, a2.held), (None, 25))
+        a2.release()
+
+    def test_when_every_request_of_a_source_waits_to_grow_the_oldest_goes_on(self):
+        """Two requests of one address each hold 15 of its 30 and each needs 10 more: neither
+        would give room back, so the first to wait goes past the share; the other follows once
+        it is given back."""
+        budget = Budget(100, wait_s=5.0, per_source=30)
+        first, second = budget.hold("a"), budget.hold("a")
+        first.take(15), second.take(15)
+        grow_first = later(first.take, 10)
+        waiting(budget, 1)
+        grow_second = later(second.take, 10)
+        grow_first.join(5)
+        self.assertEqual((grow_first.error, first.held, budget.by_source["a"]), (None, 25, 40))
+        first.release()
+        grow_second.join(5)
+        self.assertEqual((grow_second.error, second.held), (None, 25))
+        second.release()
+        self.assertEqual((budget.used, dict(budget.holders_by)), (0, {}))
+
+    def test_the_default_share_is_a_quarter(self):
+        self.assertEqual(Budget(128 << 20, wait_s=1.0).per_source, 32 << 20)
 
 
 if __name__ == "__main__":

@@ -73,6 +73,23 @@ class TestBody(unittest.TestCase):
         self.assertEqual(framing.read_body(rfile, framing.CHUNKED, 13), b"abc0123456789")
         self.assertEqual(rfile.read(), b"NEXT")
 
+    def test_tiny_chunks_are_refused_past_the_free_ones(self):
+        """read_body: up to FREE_CHUNKS chunks of any size; past them the chunks must average
+        MIN_CHUNK_BYTES, so 2-byte chunks are refused (400) after ~1,000, not read to 2 MiB."""
+        free, floor = framing.FREE_CHUNKS, framing.MIN_CHUNK_BYTES
+        tiny = b"2\r\nab\r\n" * (1 << 20)
+        rfile = io.BytesIO(tiny + b"0\r\n\r\n")
+        with self.assertRaises(MalformedHttp) as ctx:
+            framing.read_body(rfile, framing.CHUNKED, 12 << 20)
+        self.assertIn("chunks are too small", ctx.exception.message)
+        self.assertLess(rfile.tell(), 8 * (free + 2 * free * 2 // floor + 1))  # stopped early
+        exact = b"2\r\nab\r\n" * free + b"0\r\n\r\n"  # the free ones: read
+        self.assertEqual(framing.read_body(io.BytesIO(exact), framing.CHUNKED, 1 << 20),
+                         b"ab" * free)
+        even = (b"100\r\n" + b"x" * floor + b"\r\n") * (3 * free) + b"0\r\n\r\n"
+        self.assertEqual(len(framing.read_body(io.BytesIO(even), framing.CHUNKED, 1 << 20)),
+                         3 * free * floor)  # at the floor, any number
+
 
 class TestDeadline(unittest.TestCase):
     def test_once_begun_every_wait_shares_one_deadline(self):

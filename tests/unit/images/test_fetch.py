@@ -19,15 +19,21 @@ import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from onepass import telemetry
-from onepass.images import fetch
+from onepass.backend.warmup import png
+from onepass.edge import body_budget
+from onepass.errors import Overloaded
+from onepass.images import fetch, inputs
+from onepass.profile import Vision
 from tests.unit.images.test_addresses import BLOCKED
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\0" * 64
+REAL_PNG = png(8, 8, (255, 0, 0))
 NOT_FETCHED = "the image link could not be fetched"  # what a client reads, whatever the cause
 class Images(BaseHTTPRequestHandler):
     def do_GET(self):
         routes = {
             "/img.png": (200, {"Content-Type": "image/png"}, PNG),
+            "/real.png": (200, {"Content-Type": "image/png"}, REAL_PNG),
             "/page": (200, {"Content-Type": "text/html"}, b"<html>"),
             "/error": (500, {"Content-Type": "text/plain"}, b"oops"),
             "/big": (200, {"Content-Type": "image/png"}, PNG * 2000),
@@ -158,6 +164,27 @@ class TestLocalServer(unittest.TestCase):
         body, kind = fetch.fetch(self.url("/img.png"), self.rules())
         self.assertEqual((body, kind), (PNG, "image/png"))
         self.assertEqual(self.lookups, ["public.test"])  # one lookup, then that address
+
+    def test_fetched_bytes_are_claimed_of_the_body_budget(self):
+        """inputs.resolve with the request's hold: its links claim what fetching may hold
+        (its bytes in a growing buffer, its data URL) before any is fetched, so with no room the request
+        is a 529 and the server sees no fetch; with room the hold keeps what the images keep."""
+        vision = Vision("<image>", ("<image>",), 64, max_images=4, max_bytes=1 << 20)
+        policy = inputs.Policy("m", vision, self.rules())
+        links = [inputs.Source("link", self.url("/real.png"), ("images", i)) for i in range(2)]
+        per_link = vision.max_bytes * 9 // 8 + fetch.base64_size(vision.max_bytes)
+        budget = body_budget.Budget(2 * per_link, wait_s=0.05)
+        other, hold = budget.hold("10.0.0.1"), budget.hold("10.0.0.2")
+        other.take(per_link)
+        hold.take(1000)  # the body's own bytes
+        with self.assertRaises(Overloaded):
+            inputs.resolve(links, policy, hold)
+        self.assertEqual(self.lookups, [])  # refused before any fetch
+        other.release()
+        found = inputs.resolve(links, policy, hold)
+        self.assertEqual([i.data for i in found], [REAL_PNG, REAL_PNG])
+        kept = 2 * (len(REAL_PNG) + fetch.base64_size(len(REAL_PNG)))
+        self.assertEqual((hold.held, budget.used), (1000 + kept, 1000 + kept))
 
     def test_redirects_into_blocked_ranges_are_refused(self):
         for path in ("/to-private", "/to-metadata", "/to-v6-loopback", "/to-mapped", "/to-name"):

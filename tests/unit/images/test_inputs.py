@@ -400,6 +400,23 @@ class TestPlaceholderExpansion(unittest.TestCase):
         questions = {str(i): {"type": "noul", "instructions": "a" * 10240} for i in range(120)}
         self.assertLess(self.refused_with_peak({"state": "x", "questions": questions}), 1 << 20)
 
+    def test_placeholders_are_plain_text_capped_in_length(self):
+        """A placeholder of a million characters is a 422 naming the cap (its name cut in the
+        refusal), before any replacing; characters a pattern would read (`.*`, `(`) are only
+        text; the longest placeholder wins where one contains another."""
+        long = "x" * 1_000_000
+        with self.assertRaises(InvalidRequest) as ctx:
+            parse({"state": long, "questions": {"q": NOUL_Q},
+                   "assets": {long: self.ASSET["a"]}})
+        problem = ctx.exception.problems[0]
+        self.assertIn(f"at most {image_inputs.MAX_PLACEHOLDER} characters", problem.msg)
+        self.assertLess(len(str(problem.loc)), 100)
+        labels = {".*": "[image 1]", "(": "[image 2]", "(.*": "[image 3]"}
+        replaced = image_inputs.replace_placeholders(
+            {"s": "a.*b(c(.*d", "l": ["x.*"], "k": 1}, labels)
+        self.assertEqual(replaced, {"s": "a[image 1]b[image 2]c[image 3]d",
+                                    "l": ["x[image 1]"], "k": 1})
+
 
 def _timed(fn) -> float:
     started = time.perf_counter()
