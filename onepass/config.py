@@ -73,9 +73,11 @@ SETTINGS = {
                        "engine's measured pace, up to max_running (0 = max_running always)"),
     "queue_target_s": (float, 0.5, "ONEPASS_QUEUE_TARGET_S",
                        "longest wait at the door while the queue stands (it has not been empty "
-                       "for queue_interval_s); past it 529 with retry-after-ms"),
+                       "for queue_interval_s); past it 529 with retry-after-ms (a decision's "
+                       "expected time when longer)"),
     "queue_interval_s": (float, 2.0, "ONEPASS_QUEUE_INTERVAL_S",
-                         "longest wait at the door while the queue does not stand; past it 529"),
+                         "longest wait at the door while the queue does not stand; past it 529 "
+                         "(twice a decision's expected time when longer)"),
     "max_reads": (int, 800, "ONEPASS_MAX_READS",
                   "calls of vLLM one request may need, every step counted: reads, box edges, "
                   "thoughts, the reads after them, generations (more: 422 before the first)"),

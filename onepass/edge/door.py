@@ -76,14 +76,24 @@ class Door:
         self._lock = threading.Lock()
 
     def allowed(self) -> int:
-        """How many may run now: the limit, or fewer as `sized` says (at least one)."""
+        """How many may run now: the limit, or fewer as `sized` says, never below a quarter of
+        the limit (one slow decision in the pace's average must not close the door on a
+        burst)."""
         sized = self.sized()
-        return self.limit if sized is None else max(1, min(self.limit, sized))
+        return self.limit if sized is None else max(1, self.limit // SHARE,
+                                                    min(self.limit, sized))
 
-    def standing(self, now: float) -> bool:
+    def waits(self) -> tuple[float, float]:
+        """(target, interval): the settings', or, when a decision is expected to take longer,
+        that time and twice it: waiting one decision's time is a queue's normal, not overload."""
+        expected = self.expected()
+        return max(self.target_s, expected), max(self.interval_s, 2 * expected)
+
+    def standing(self, now: float, interval: float | None = None) -> bool:
         """Whether the queue has not been empty for the last interval (CoDel's standing queue:
         more work than the engine drains, not a burst)."""
-        return bool(self.queue) and now - self.last_empty >= self.interval_s
+        interval = self.waits()[1] if interval is None else interval
+        return bool(self.queue) and now - self.last_empty >= interval
 
     @contextlib.contextmanager
     def entered(self, call=None):
@@ -128,13 +138,15 @@ class Door:
 
     def _pause(self, waiter: Waiter) -> float:
         # until its wait could end (the target's or the interval's), a poll at most
-        allowed = self.target_s if self.standing(self.clock()) else self.interval_s
+        target, interval = self.waits()
+        allowed = target if self.standing(self.clock(), interval) else interval
         return max(0.001, min(self.poll_s, waiter.at + allowed - self.clock()))
 
     def _sweep(self, now: float) -> None:
         """Refuse the waiters that may wait no longer, then let the next ones in."""
-        stop, standing, running = self.closed(), self.standing(now), self.allowed()
-        allowed = self.target_s if standing else self.interval_s
+        target, interval = self.waits()
+        stop, standing, running = self.closed(), self.standing(now, interval), self.allowed()
+        allowed = target if standing else interval
         expected, kept = None, []
         for w in self.queue:
             why = stop or self._stopped(w)
@@ -151,8 +163,10 @@ class Door:
                 telemetry.OVERLOADED.inc("queue")
                 why = Overloaded(
                     f"waited {now - w.at:.2f} s for one of the {running} decisions answered at "
-                    f"once, past the queue's {allowed:g} s ({'standing' if standing else 'not'}"
-                    f" standing: --queue-{'target' if standing else 'interval'}-s); retry later",
+                    f"once, past the queue's {allowed:.2f} s (the queue "
+                    f"{'standing' if standing else 'not standing'}: --queue-"
+                    f"{'target' if standing else 'interval'}-s, or more for slower decisions); "
+                    "retry later",
                     retry_after_ms=self._retry_ms())
             if why is None:
                 kept.append(w)

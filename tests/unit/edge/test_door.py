@@ -217,11 +217,27 @@ class DoorTest(unittest.TestCase):
         drain.join(WAIT_S)
         self.assertEqual(drained, [0])
 
+    def test_a_wait_of_one_decisions_time_is_no_overload(self):
+        """With decisions expected to take 3 s, the target is 3 s and the interval 6 s: a
+        waiter 2.5 s in (past the settings' 2 s) still waits; past 6 s it is refused."""
+        self.expected = 3.0
+        self.assertEqual(self.door.waits(), (3.0, 6.0))
+        self.fill()
+        t = self.arrive()
+        self.clock.now += 2.5
+        self.door.leave()  # a sweep: it goes, not refused
+        self.assertEqual(self.outcome(t), "go")
+        late = self.arrive()
+        self.clock.now += 6.1  # its own poll sweeps it
+        self.assertIsInstance(self.outcome(late), Overloaded)
+
     def test_the_pace_sizes_how_many_run(self):
+        """As many as finish in about the goal at the pace, within the cap, never below a
+        quarter of it (one slow decision in the pace must not close the door on a burst)."""
         pace = Pace(clock=self.clock)
-        door = Door(32, target_s=0.5, interval_s=2.0, clock=self.clock,
+        door = Door(8, target_s=0.5, interval_s=2.0, clock=self.clock,
                     sized=paced(pace, goal_s=2.0))
-        self.assertEqual(door.allowed(), 32)  # nothing answered yet: the cap
+        self.assertEqual(door.allowed(), 8)  # nothing answered yet: the cap
         with pace.timed():
             self.clock.now += 0.5  # one decision alone: 0.5 s of the engine each
         self.assertEqual(door.allowed(), 4)  # four beside each other finish in about 2 s
@@ -230,12 +246,12 @@ class DoorTest(unittest.TestCase):
             self.assertEqual(self.outcome(self.arrive()), "go")
         fifth = self.arrive()
         self.assertIsNone(fifth.outcome)  # waits, though the cap has room
-        pace.share = 10.0  # a far slower engine: one at a time, never none
-        self.assertEqual(door.allowed(), 1)
+        pace.share = 10.0  # a far slower engine: a quarter of the cap, 2
+        self.assertEqual(door.allowed(), 2)
         self.assertEqual(paced(pace, goal_s=0)(), None)  # no goal: the cap alone
-        for _ in range(3):
+        for _ in range(2):
             door.leave()
-        self.assertIsNone(fifth.outcome)  # one still running: the fifth waits
+        self.assertIsNone(fifth.outcome)  # two still running: the fifth waits
         door.leave()
         self.assertEqual(self.outcome(fifth), "go")
 
