@@ -14,7 +14,7 @@ from dataclasses import field, make_dataclass
 
 from . import kinds
 from .edge import admission
-from .body_limits import MAX_VALUES as MAX_JSON_VALUES
+from .body.limits import MAX_VALUES as MAX_JSON_VALUES
 
 # The profile's names, importable from here as before (shim.py, tools and tests use them).
 from .profile import (MAX_REPEAT, Calibration, ConfigError, Layout, Profile,  # noqa: F401

@@ -15,12 +15,14 @@ import contextlib
 
 from dataclasses import replace
 
-from . import body, body_limits, fit, generate, kinds, readout, reads, reread, resolve, think
+from .body import decode as body, limits as body_limits
+from .steps import fit, generate, readout, read as reads, reread, resolve, think
+from . import kinds
 from .api import Limits
-from .decision import CAUSAL, Decision
+from .decision_model import CAUSAL, Decision
 from .images import inputs
 from .kinds.base import MAX_OPTIONS, Job
-from .reader import Reader
+from .steps.engine_calls import Reader
 
 
 class Pipeline:

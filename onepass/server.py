@@ -21,13 +21,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
-from . import body_limits, config, inflight, metrics, openapi, telemetry, tryit
+from .body import limits as body_limits
+from . import config, inflight, metrics, openapi, telemetry, tryit
 from .api import decisions, models, systemone
 from .backend import probes
 from .backend.engine import Engine
 from .backend.warmup import warmup_bodies
 from .config import Settings
-from .decision import CAUSAL, TWO_WAY
+from .decision_model import CAUSAL, TWO_WAY
 from .edge import admission, body_budget, door, pace, slots
 from .edge.responses import Raw
 from .errors import (AuthInvalid, AuthMissing, EngineUnavailable, Forbidden, MethodNotAllowed,

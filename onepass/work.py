@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from . import kinds
 from .backend.engine import MAX_LOGPROB_TOKEN_IDS
-from .decision import Page
+from .decision_model import Page
 from .errors import InvalidRequest, Problem
 from .reasoning import ON, UNSURE
 

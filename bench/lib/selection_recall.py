@@ -17,7 +17,7 @@ from onepass import config  # noqa: E402
 from onepass.prompt import fitting, state_parts  # noqa: E402
 from onepass.api import systemone  # noqa: E402
 from onepass.pipeline import offline  # noqa: E402
-from onepass.decision import compact_json  # noqa: E402
+from onepass.decision_model import compact_json  # noqa: E402
 from onepass.backend.engine import Engine  # noqa: E402
 from onepass.backend.probes import verified_labels  # noqa: E402
 from shim_auth import vllm_key  # noqa: E402  (bench/lib, beside this module)

@@ -9,7 +9,7 @@ Never: knows either API's question shapes, resolves anything or renders a respon
 """
 from __future__ import annotations
 
-from ..decision import MODE_NAMES, as_text
+from ..decision_model import MODE_NAMES, as_text
 from .. import reasoning
 from ..errors import BadRequest, InvalidRequest, Problem
 from ..kinds.base import MAX_LEVELS, MAX_OPTIONS, MIN_LEVELS, MIN_OPTIONS  # noqa: F401

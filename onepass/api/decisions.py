@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .. import kinds
-from ..decision import Outcome, Question
+from ..decision_model import Outcome, Question
 from ..errors import (AuthInvalid, AuthMissing, InvalidRequest, ModelNotFound, OnepassError,
                       Problem, UnsupportedMediaType)
 from ..images.inputs import Collector

@@ -8,8 +8,8 @@ In: a decision.Effort and the request's question count. Out: the extensions' JSO
 """
 from __future__ import annotations
 
-from ..decision import Effort
-from ..readout import REREAD_FIRST_WEIGHT
+from ..decision_model import Effort
+from ..decision_model import REREAD_FIRST_WEIGHT
 
 
 def effort_used(effort: Effort, count: int, key) -> dict | None:

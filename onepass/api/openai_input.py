@@ -8,7 +8,7 @@ Never: reads questions or renders a response (decisions.py does).
 """
 from __future__ import annotations
 
-from ..decision import as_text
+from ..decision_model import as_text
 from ..images.inputs import Collector
 from .checks import Checker
 

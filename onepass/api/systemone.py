@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .. import kinds
-from ..decision import Outcome, Question
+from ..decision_model import Outcome, Question
 from ..errors import InvalidRequest, OnepassError, Problem
 from ..images.inputs import Collector, check_expansion, replace_placeholders
 from .effort import extensions

@@ -24,7 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from .. import inflight, telemetry
 from . import refusals, set_read, wire
-from ..decision import TWO_WAY, Read, ReadResult
+from ..decision_model import TWO_WAY, Read, ReadResult
 from ..errors import (EngineFailed, EngineRefused, EngineUnavailable, InvalidRequest, OverBudget,
                       Problem)
 

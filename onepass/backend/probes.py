@@ -17,14 +17,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .. import kinds
-from ..decision import CAUSAL, CHOICE, NOUL, TWO_WAY, Decision, Option, Question
+from ..decision_model import CAUSAL, CHOICE, NOUL, TWO_WAY, Decision, Option, Question
 from . import added_tokens, capabilities, set_probe
 from .engine import Engine
-from .generation import structured_engine
+from .decoding import structured_engine
 from ..prompt import neutral
 from ..prompt.layout import LabelSet, layout, wrap_chat
 from ..profile import Profile
-from ..readout import label_distribution
+from ..softmax import label_distribution
 
 log = logging.getLogger("onepass")
 SPECIALS_PER_CALL = 256  # special token strings sent in one /tokenize call

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..decision import CHOICE, Decision, Option, Question
+from ..decision_model import CHOICE, Decision, Option, Question
 from ..prompt.layout import layout
 from . import capabilities
 

@@ -15,7 +15,7 @@ import time
 
 from . import wire
 from .. import inflight, telemetry
-from ..decision import Generated
+from ..decision_model import Generated
 from ..errors import EngineFailed, EngineUnavailable
 
 MIN_WAIT_S = 0.05  # a socket timeout is never zero (that would make the socket non-blocking)

@@ -22,7 +22,7 @@ from . import fetch
 from . import formats
 from ..profile import Vision
 from ..errors import InvalidRequest, PayloadTooLarge, Problem
-from ..decision import MAX_STATE_BYTES
+from ..decision_model import MAX_STATE_BYTES
 
 # A data URL inside any string: the base64 runs to the first character that cannot be in it.
 DATA_URL = re.compile(r"data:image/[\w.+-]*;base64,[A-Za-z0-9+/=]*")

@@ -11,8 +11,8 @@ has the type) and sets instances of them on its Kind: `systemone = OnSystemOne()
 """
 from __future__ import annotations
 
-from ..decision import Answer, Option, Question
-from .schema import NAME, const, obj
+from ..decision_model import Answer, Option, Question
+from .schema_parts import NAME, const, obj
 
 
 class SystemOne:

@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple, Protocol
 
-from ..decision import Answer, Question
+from ..decision_model import Answer, Question
 from .adapters import Decisions, SystemOne
 
 MIN_LEVELS, MAX_LEVELS = 2, 10  # a score's levels, on both APIs

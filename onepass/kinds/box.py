@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, replace
 
-from ..decision import BOX, NOUL, SCORE, Answer, Option, Question
+from ..decision_model import BOX, NOUL, SCORE, Answer, Option, Question
 from . import box_geometry
 from .adapters import SystemOne
 from .box_confidence import (MAPPED, check_maps, confidence, finite, hybrid, map_input,
@@ -25,7 +25,7 @@ from .box_confidence import (MAPPED, check_maps, confidence, finite, hybrid, map
 from .base import (MAX_LEVELS, Generation, Kind, Limit, Listing, Plan, Probe,
                    generation_refusal)
 from .box_geometry import Box, edges_box
-from .schema import PROBABILITY, TEXT, const, obj
+from .schema_parts import PROBABILITY, TEXT, const, obj
 
 MODES = ("generate", "edges", "hybrid")
 GENERATES, READS_EDGES = ("generate", "hybrid"), ("edges", "hybrid")

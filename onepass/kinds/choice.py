@@ -6,11 +6,11 @@ own per copy, or one read each), its answer and confidence, and its adapters (op
 """
 from __future__ import annotations
 
-from ..decision import CHOICE, Answer, Option
+from ..decision_model import CHOICE, Answer, Option
 from ..errors import InvalidRequest, Problem
 from .adapters import Decisions, SystemOne, described, entries, is_criteria, unknown_fields
 from .base import MAX_OPTIONS, MIN_OPTIONS, Kind, Listing, listed_lines
-from .schema import NAME, PROBABILITY, TEXT_OR_NULL, const, obj
+from .schema_parts import NAME, PROBABILITY, TEXT_OR_NULL, const, obj
 
 
 def confidence(probs) -> float:

@@ -6,10 +6,10 @@ schemas, warm-up).
 """
 from __future__ import annotations
 
-from ..decision import NOUL, Answer, Option
+from ..decision_model import NOUL, Answer, Option
 from .adapters import Decisions, SystemOne
 from .base import Kind, Listing, best
-from .schema import NAME, PROBABILITY, TEXT_OR_NULL, const, obj
+from .schema_parts import NAME, PROBABILITY, TEXT_OR_NULL, const, obj
 
 SIDES = ("true", "false")
 

@@ -15,11 +15,11 @@ import math
 import re
 from typing import NamedTuple
 
-from ..decision import NUMBER, Answer, Question
+from ..decision_model import NUMBER, Answer, Question
 from .adapters import SystemOne
 from .base import (Generation, Kind, Limit, Listing, Plan, Probe, generation_refusal,
                    logistic)
-from .schema import PROBABILITY, TEXT, const, obj
+from .schema_parts import PROBABILITY, TEXT, const, obj
 
 # A plain decimal: an optional minus, an integer of at most 12 digits without leading zeros, an
 # optional fraction of at most 6. Every prefix the grammar lets the model stop at is a whole

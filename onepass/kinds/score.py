@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import math
 
-from ..decision import SCORE, Answer, Option
+from ..decision_model import SCORE, Answer, Option
 from .adapters import Decisions, SystemOne, described, entries, is_criteria, unknown_fields
 from .base import MAX_LEVELS, MIN_LEVELS, Kind, Listing, best, listed_lines
-from .schema import COUNT, NAME, PROBABILITY, TEXT, TEXT_OR_NULL, const, obj
+from .schema_parts import COUNT, NAME, PROBABILITY, TEXT, TEXT_OR_NULL, const, obj
 
 
 EXPECTED = {"type": "number", "minimum": 0, "maximum": MAX_LEVELS - 1}  # the expected level

@@ -10,7 +10,7 @@ Never: validates a request itself (api/ does) or serves anything (openapi/__init
 from __future__ import annotations
 
 from .. import kinds
-from ..kinds.schema import COUNT, NAME, TEXT, const, obj
+from ..kinds.schema_parts import COUNT, NAME, TEXT, const, obj
 
 MODES = ["causal", "one-way", "bidirectional", "two-way"]
 # what both APIs take beside their own fields (api/checks.py); kwargs of another type is ignored

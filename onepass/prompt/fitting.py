@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from .bm25 import BM25, terms
-from ..decision import Option, Page, Question, Read
+from ..decision_model import Option, Page, Question, Read
 from ..errors import PayloadTooLarge
 from .layout import MAX_STATE_BYTES, state_too_large
 from .layout import frames as layout_frames

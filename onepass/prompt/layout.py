@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 
 from .. import kinds
-from ..decision import MAX_STATE_BYTES, Page, Question, Read, compact_json
+from ..decision_model import MAX_STATE_BYTES, Page, Question, Read, compact_json
 from ..errors import InvalidRequest, PayloadTooLarge, Problem
 from ..profile import Layout, Profile
 from .neutral import neutral

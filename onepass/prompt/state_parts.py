@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..decision import as_text
+from ..decision_model import as_text
 from ..errors import PayloadTooLarge
 from .layout import render_state
 

@@ -22,11 +22,11 @@ from tests.support.paths import ROOT
 
 from onepass import STEPS, config, kinds
 from onepass.api import systemone
-from onepass.decision import Answer, Option
+from onepass.decision_model import Answer, Option
 from onepass.edge.connections import Server
 from onepass.kinds.adapters import SystemOne
 from onepass.kinds.base import Generation, Kind, Limit, Listing, Plan, best, generation_refusal
-from onepass.kinds.schema import PROBABILITY, TEXT_OR_NULL, const, obj
+from onepass.kinds.schema_parts import PROBABILITY, TEXT_OR_NULL, const, obj
 from onepass.server import Service
 
 MOODS = ("negative", "neutral", "positive")

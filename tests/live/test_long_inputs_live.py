@@ -95,7 +95,7 @@ def test_planted_paragraph_kept_by_vllms_token_counts(stack):
     from onepass.prompt import fitting
     from onepass.backend.engine import Engine
     from onepass.backend.probes import verified_labels
-    from onepass.decision import Decision, Option, Question
+    from onepass.decision_model import Decision, Option, Question
     _, profile = config.load_profile(str(ROOT / "serve_config.json"), FAST_PROFILE)
     engine = Engine(stack.vllm_url, profile.served_model_name, timeout_s=120, num_connections=8,
                     key=stack.vllm_key)

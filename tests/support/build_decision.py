@@ -5,7 +5,7 @@ calls it directly."""
 from dataclasses import replace
 
 from onepass.api import Limits
-from onepass.decision import Decision
+from onepass.decision_model import Decision
 from onepass.errors import ModelNotFound
 from onepass.images import inputs as image_inputs
 

@@ -110,7 +110,7 @@ class TestShape(unittest.TestCase):
         request's Call the edge abandons when its client leaves); kinds/ are used by every
         stage (never a stage)."""
         below = {"onepass.edge": {"onepass.errors", "onepass.telemetry", "onepass.inflight"},
-                 "onepass.kinds": {"onepass.decision", "onepass.errors"}}
+                 "onepass.kinds": {"onepass.decision_model", "onepass.errors"}}
         for name, deps in self.graph.items():
             layer = folder(name)
             if layer in below:

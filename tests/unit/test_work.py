@@ -8,15 +8,16 @@ import unittest
 from concurrent.futures import Future
 from dataclasses import replace
 
-from onepass import config, fit, generate, readout, reads, reread, think, work
+from onepass import config, work
+from onepass.steps import fit, generate, readout, read as reads, reread, think
 from onepass.backend.engine import MAX_LOGPROB_TOKEN_IDS
 from onepass.backend.probes import Facts
 from onepass.images.formats import Image
 from onepass.kinds.base import Job
 from onepass.kinds.box import Asked
 from onepass.profile import Vision
-from onepass.decision import (BOX, CHOICE, NOUL, NUMBER, Decision, Generated, Option, Question,
-                              ReadResult)
+from onepass.decision_model import (BOX, CHOICE, NOUL, NUMBER, Decision, Generated, Option,
+                                    Question, ReadResult)
 from onepass.errors import InvalidRequest
 from onepass.prompt.layout import LabelSet
 from onepass.pipeline import Pipeline

@@ -19,7 +19,7 @@ sys.path.insert(0, str(ROOT))
 from onepass.config import load_profile  # noqa: E402
 from onepass.prompt.layout import LabelSet  # noqa: E402
 from onepass.backend.probes import probe_reads  # noqa: E402
-from onepass.readout import label_distribution  # noqa: E402
+from onepass.softmax import label_distribution  # noqa: E402
 
 MODEL_DIRS = {"smollm2-135m-fast": "~/.cache/onepass/models/smollm2-135m-instruct",
               "qwen2.5-coder-1.5b": "~/.cache/onepass/models/qwen2.5-coder-1.5b-instruct"}

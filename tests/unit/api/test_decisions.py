@@ -5,9 +5,9 @@ for the same decision. Run: python3 -m unittest tests.unit.api.test_decisions
 import json
 import unittest
 
-from onepass import readout
+from onepass.steps import readout
 from onepass.api import Limits, decisions, systemone
-from onepass.decision import CHOICE, NOUL, SCORE, Option, ReadResult
+from onepass.decision_model import CHOICE, NOUL, SCORE, Option, ReadResult
 from onepass.errors import (AuthInvalid, AuthMissing, InvalidRequest, ModelNotFound,
                             Overloaded)
 from onepass.prompt.layout import layout

@@ -5,9 +5,9 @@ x_thoughts only when traced. Run: python3 -S -m unittest tests.unit.api.test_eff
 import unittest
 
 from onepass.api import effort
-from onepass.decision import Effort
+from onepass.decision_model import Effort
 from onepass.prompt.fitting import Selection
-from onepass.think import Spent, Thought
+from onepass.steps.think import Spent, Thought
 
 
 def key(i):

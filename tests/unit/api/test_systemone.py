@@ -8,9 +8,9 @@ Run: python3 -S -m unittest tests.unit.api.test_systemone
 import json
 import unittest
 
-from onepass import readout
+from onepass.steps import readout
 from onepass.api import systemone
-from onepass.decision import CHOICE, NOUL, SCORE, Option, ReadResult
+from onepass.decision_model import CHOICE, NOUL, SCORE, Option, ReadResult
 from onepass.errors import BadRequest, InvalidRequest, NotFound
 from onepass.prompt.layout import layout
 from tests.support.build_decision import from_body

@@ -10,7 +10,7 @@ import time
 import unittest
 
 from onepass.backend.engine import Engine
-from onepass.decision import Read
+from onepass.decision_model import Read
 from onepass.errors import EngineFailed, EngineRefused, InvalidRequest, OverBudget
 from tests.support.edge_client import ShimProcess, exchange, request
 from tests.support.fake_engine import FakeEngine

@@ -12,7 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from onepass.backend import probes
-from onepass.decision import CAUSAL, TWO_WAY, ReadResult
+from onepass.decision_model import CAUSAL, TWO_WAY, ReadResult
 from onepass.errors import EngineFailed, EngineRefused
 from tests.support.paths import FAST_PROFILE
 

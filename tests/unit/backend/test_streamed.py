@@ -8,7 +8,7 @@ import types
 import unittest
 
 from onepass.backend import streamed, wire
-from onepass.decision import Read
+from onepass.decision_model import Read
 from onepass.errors import EngineUnavailable
 from tests.support.local_server import LocalServer
 

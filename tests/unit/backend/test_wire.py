@@ -29,7 +29,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from onepass import config
 from onepass.backend import wire
 from onepass.backend.engine import Engine
-from onepass.decision import NOUL, Option, Question
+from onepass.decision_model import NOUL, Option, Question
 from onepass.errors import EngineUnavailable
 from onepass.images.formats import Image
 from onepass.prompt import layout as layout_mod

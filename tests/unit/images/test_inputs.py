@@ -14,14 +14,15 @@ import tracemalloc
 import unittest
 from dataclasses import replace
 
-from onepass import config, profile, readout
+from onepass import config, profile
+from onepass.steps import readout
 from onepass.api import Limits, decisions, systemone
-from onepass import body as transport
+from onepass.body import decode as transport
 from onepass.images import inputs as image_inputs
 from onepass.prompt import fitting, layout
 from onepass.config import ConfigError
 from onepass.backend import wire
-from onepass.decision import NOUL, Option, Question, ReadResult
+from onepass.decision_model import NOUL, Option, Question, ReadResult
 from onepass.errors import InvalidRequest, PayloadTooLarge
 from onepass.backend.warmup import png
 from tests.support.build_decision import decision, from_body

@@ -10,7 +10,7 @@ import dataclasses
 import unittest
 
 from onepass import config
-from onepass.decision import Answer, Option, Question
+from onepass.decision_model import Answer, Option, Question
 from onepass.images.formats import Image
 from onepass.kinds import base
 from onepass.kinds.adapters import SystemOne

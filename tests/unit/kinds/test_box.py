@@ -12,7 +12,7 @@ from dataclasses import replace
 
 from onepass.api import Limits, decisions, systemone
 from onepass.backend.warmup import png
-from onepass.decision import BOX, Question
+from onepass.decision_model import BOX, Question
 from onepass.errors import InvalidRequest
 from onepass.kinds import box, box_confidence, box_geometry
 from onepass.kinds.base import Limit

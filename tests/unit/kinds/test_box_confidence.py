@@ -3,7 +3,7 @@ directly: check_maps at its bounds (±1000 inclusive, numbers that are not bools
 beyond a, b and feature), the logistic's values and its stability far out on either side, no
 input without a log-prob, and which numbers count as finite. The maps through box.check_settings,
 the area feature and mode_map are tested in tests/unit/kinds/test_box.py; hybrid's pick in
-tests/unit/test_generate.py.
+tests/unit/steps/test_generate.py.
 Run: python3 -S -m unittest tests.unit.kinds.test_box_confidence
 """
 import math

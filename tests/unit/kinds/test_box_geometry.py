@@ -3,7 +3,7 @@ largest coordinate a generation may write, a convention's check (the scale's typ
 value, pixel units without one, the resize's keys and numbers) and what it keeps, the size the
 model saw left as sent without a resize, and a box on an image of no size. Every convention
 against a known box is tested in tests/unit/kinds/test_box.py; the processor's resize in
-tests/unit/test_generate.py.
+tests/unit/steps/test_generate.py.
 Run: python3 -S -m unittest tests.unit.kinds.test_box_geometry
 """
 import unittest

@@ -7,7 +7,7 @@ Run: python3 -S -m unittest tests.unit.kinds.test_choice
 """
 import unittest
 
-from onepass.decision import Option, Question
+from onepass.decision_model import Option, Question
 from onepass.errors import InvalidRequest
 from onepass.kinds import choice
 from onepass.profile import Layout

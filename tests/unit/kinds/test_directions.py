@@ -3,7 +3,7 @@ reversed, a score's levels both ways, and ties that never follow the listing."""
 import unittest
 
 from onepass import work
-from onepass.decision import Option, Question
+from onepass.decision_model import Option, Question
 from onepass.kinds import choice, score
 from onepass.profile import Layout
 from onepass.prompt.layout import LabelSet

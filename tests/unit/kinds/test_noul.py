@@ -6,7 +6,7 @@ Run: python3 -S -m unittest tests.unit.kinds.test_noul
 import unittest
 from dataclasses import replace
 
-from onepass.decision import Option, Question
+from onepass.decision_model import Option, Question
 from onepass.kinds import noul
 from tests.support.unit_profile import LABELS, PROFILE
 

@@ -7,10 +7,10 @@ import math
 import types
 import unittest
 
-from onepass import fit, generate
+from onepass.steps import fit, generate
 from onepass.api import Limits, decisions, systemone
-from onepass.decision import (BOX, NOUL, NUMBER, Answer, Decision, Effort, Generated, Option, Outcome,
-                              Question)
+from onepass.decision_model import (BOX, NOUL, NUMBER, Answer, Decision, Effort, Generated, Option,
+                                    Outcome, Question)
 from onepass.errors import InvalidRequest
 from onepass.kinds import number
 from onepass.kinds.base import Job, Limit

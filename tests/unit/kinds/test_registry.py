@@ -111,7 +111,7 @@ class TestRegistry(unittest.TestCase):
     def test_each_kind_lays_out_and_answers(self):
         """kinds: every kind's listings give one label per option listing and its answer keeps
         the probabilities it was given."""
-        from onepass.decision import Option, Question
+        from onepass.decision_model import Option, Question
         for kind in kinds.reading():
             n = 2
             q = Question(kind.name, "Which?", (Option("a", None), Option("b", "B")))

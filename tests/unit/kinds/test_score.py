@@ -1,12 +1,12 @@
 """Stdlib-only tests of the score kind (onepass/kinds/score.py): its listing (levels lowest
 first, a level's label its number), the expected level and confidence, and its renderings.
 Both directions are tested in test_directions.py; the expectation through readout in
-tests/unit/test_readout.py.
+tests/unit/steps/test_readout.py.
 Run: python3 -S -m unittest tests.unit.kinds.test_score
 """
 import unittest
 
-from onepass.decision import Option, Question
+from onepass.decision_model import Option, Question
 from onepass.kinds import score
 from onepass.profile import Layout
 from tests.support.unit_profile import LABELS

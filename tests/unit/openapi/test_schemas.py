@@ -13,7 +13,7 @@ import unittest
 
 from onepass import kinds
 from onepass.api import decisions, models, systemone
-from onepass.decision import MODE_NAMES, Effort, Outcome
+from onepass.decision_model import MODE_NAMES, Effort, Outcome
 from onepass.errors import InvalidRequest, NotFound, Overloaded, Problem
 from onepass.kinds.adapters import Decisions, SystemOne
 from onepass.kinds.base import Kind

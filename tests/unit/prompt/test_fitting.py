@@ -9,7 +9,7 @@ from dataclasses import replace
 from onepass.prompt import fitting
 from onepass.prompt import state_parts
 from onepass.config import Layout
-from onepass.decision import CHOICE, NOUL, Decision, Option, Question
+from onepass.decision_model import CHOICE, NOUL, Decision, Option, Question
 from onepass.errors import PayloadTooLarge
 from tests.support.unit_profile import LABELS, PROFILE
 

@@ -12,11 +12,13 @@ import json
 import unittest
 from dataclasses import replace
 
-from onepass import config, readout
+from onepass import config
+from onepass.steps import readout
 from onepass.api import systemone
-from onepass.decision import CHOICE, NOUL, SCORE, TWO_WAY, Option, Question, ReadResult
+from onepass.decision_model import CHOICE, NOUL, SCORE, TWO_WAY, Option, Question, ReadResult
 from onepass.images.formats import Image
 from onepass.prompt import layout
+from onepass.softmax import label_distribution
 from tests.support.build_decision import decision, from_body
 from tests.support.paths import ROOT
 from tests.support.systemone_bodies import CHOICE_Q, NOUL_Q, SCORE_Q, req
@@ -182,7 +184,7 @@ class TestTechniques(unittest.TestCase):
         result = ReadResult((-1.0, -2.0, -3.0, -2.5, -2.9, -1.2), 9)
         probs = readout.question_probabilities(d.questions[0], [(read, result)],
                                                PROFILE.calibration, 0.0)
-        per_label = readout.label_distribution(result.label_logprobs)
+        per_label = label_distribution(result.label_logprobs)
         self.assertAlmostEqual(probs[0], per_label[0] + per_label[5], places=12)
 
     def test_orders_at_least_n_read_every_cyclic_order_once(self):

@@ -10,9 +10,10 @@ import itertools
 import unittest
 from dataclasses import replace
 
-from onepass import config, resolve
+from onepass import config
+from onepass.steps import resolve
 from onepass.backend import set_probe, set_read
-from onepass.decision import Decision, Option, Question
+from onepass.decision_model import Decision, Option, Question
 from onepass.errors import BadRequest, InvalidRequest
 from onepass.profile import ConfigError, Layout, check_layout
 from onepass.prompt import layout

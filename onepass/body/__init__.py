@@ -1,0 +1,1 @@
+"""A request body: its decoding and its size limits."""

@@ -1,0 +1,1 @@
+"""The decision path's steps."""
