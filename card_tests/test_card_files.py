@@ -60,10 +60,10 @@ def test_every_named_flag_exists():
 
 
 def test_profiles_named_are_the_profiles_shipped():
-    """The README's profile table lists exactly serve_config.json's profiles."""
+    """configuration.md's table of the shipped profiles lists exactly serve_config.json's."""
     shipped = set(json.loads((ROOT / "serve_config.json").read_text())["profiles"])
-    table = next(rows for _, rows in claims.tables(DOCS["README.md"])
-                 if rows and rows[0][:2] == ["profile", "status"])
+    table = next(rows for _, rows in claims.tables(DOCS["docs/configuration.md"])
+                 if rows and rows[0][:3] == ["profile", "model", "status"])
     named = {n for row in table[1:] for n in re.findall(r"`([\w.-]+)`", row[0])}
     assert named == shipped
 
@@ -192,14 +192,14 @@ def test_every_runbook_smoke_runs_in_the_suite():
 
 
 def test_architecture_lists_the_steps_in_order():
-    """docs/architecture.md's numbered life of a request is onepass.STEPS, one line a step,
+    """docs/architecture.md's numbered life of a request is pipeline.STEPS, one line a step,
     in order; every module it names exists (test_every_named_file_exists checks the paths)."""
-    import onepass
+    from onepass import pipeline
     body = DOCS["docs/architecture.md"]
     life = body[body.index("## The life of a request"):body.index("## The modules")]
     steps = re.findall(r"^(\d+)\. \*\*(\w+)\*\*", life, re.M)
-    assert [int(n) for n, _ in steps] == list(range(1, len(onepass.STEPS) + 1)), steps
-    assert tuple(name for _, name in steps) == onepass.STEPS
+    assert [int(n) for n, _ in steps] == list(range(1, len(pipeline.STEPS) + 1)), steps
+    assert tuple(name for _, name in steps) == pipeline.NAMES
 
 
 def test_the_readme_example_answer_is_the_shipped_defaults():

@@ -2,7 +2,8 @@
 
 Owns: Decision, Question, Option, Page, Read, ReadResult, Generated and Answer (frozen
 records).
-Never: parses JSON, knows an API's field names, or talks to vLLM.
+Never: parses JSON, knows an API's field names or a question kind (Question.kind is a name
+the registry in kinds/ knows), or talks to vLLM.
 In: built by the pipeline from an adapter's Request. Out: read by prompt/, backend/, readout and
 the adapter.
 """
@@ -12,8 +13,6 @@ import json
 from dataclasses import dataclass
 from typing import NamedTuple
 
-# The question kinds the core names (each is a unit in kinds/, where the registry lives).
-NOUL, CHOICE, SCORE, BOX, NUMBER = "noul", "choice", "score", "box", "number"
 # Attention modes: one-way (causal, every model) and two-way (bidirectional prefill through the
 # onepass engine plugin). Clients may also say "one-way" / "two-way".
 CAUSAL, TWO_WAY = "causal", "bidirectional"
@@ -44,7 +43,7 @@ class Question:
     """A typed question. Its id stays in the adapter: it must never reach the model."""
     kind: str
     instructions: str | None
-    options: tuple[Option, ...]  # noul: (true side, false side); score: levels, lowest first
+    options: tuple[Option, ...]  # in the kind's order (a yes/no: yes first; levels: lowest first)
     params: object = None  # the kind's own question data, read only by that kind (its adapter
     # sets it from the question as sent; its plan may add to it): a box's mode, for one
     assistant: str = ""  # the answer turn's start before the slot read or generated (a thought)
@@ -113,10 +112,10 @@ class Generated(NamedTuple):
 class Answer:
     kind: str
     probabilities: tuple[float, ...]  # one per option, in request order, summing to 1
-    confidence: float  # contract formula for the kind (unused for noul)
+    confidence: float  # contract formula for the kind (unused by some, such as a yes/no)
     best: int  # index of the most likely option
     payload: object = None  # the kind's own answer data, read only by that kind's renderers
-    # (noul: P(true); score: the expected level; box: its Box; number: its value and text)
+    # (a yes/no's P(true), a score's expected level, a box, a number's value and text)
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ PROC = "/proc"  # tests point it elsewhere to see the fallbacks
 IMPORTED_AT = time.time()  # start time where /proc is absent: the shim imports this at start-up
 
 
-def _read(name: str) -> str | None:
+def _proc_file(name: str) -> str | None:
     try:
         with open(f"{PROC}/{name}", encoding="ascii", errors="replace") as f:
             return f.read()
@@ -35,7 +35,7 @@ def cpu_seconds() -> dict:
 
 def memory() -> dict:
     """{"rss"|"vms": bytes} from /proc/self/status (VmRSS, VmSize in kB); {} without /proc."""
-    text, out = _read("self/status") or "", {}
+    text, out = _proc_file("self/status") or "", {}
     for line in text.splitlines():
         key, _, rest = line.partition(":")
         if key in ("VmRSS", "VmSize") and rest.split():
@@ -62,7 +62,7 @@ def max_fds() -> dict:
 def start_time() -> dict:
     """Boot time (/proc/stat btime) plus the process's start in clock ticks (field 22 of
     /proc/self/stat, counted after the command name, which may hold spaces and parentheses)."""
-    stat, boot = _read("self/stat"), _read("stat")
+    stat, boot = _proc_file("self/stat"), _proc_file("stat")
     try:
         ticks = int(stat.rsplit(")", 1)[1].split()[19])
         btime = next(int(line.split()[1]) for line in boot.splitlines()

@@ -3,8 +3,10 @@
 Owns: Profile, Layout (prompt techniques), Calibration and Vision; reading and checking the
 profile file (unknown keys are errors) and a request's kwargs.layout / kwargs.calibration against
 the same ranges (check_layout, check_calibration). Label lists are read per registered question
-kind (`<kind>_labels`), and calibration names exactly the registered kinds: a kind the registry
-does not know fails here, at start-up.
+kind with labels of its own (`<kind>_labels`), temperatures name exactly the reading kinds (a
+kind the registry does not know fails here, at start-up), and each kind's own calibration
+settings (its Tunings: a yes/no floor, a number's confidence fit) are Calibration's fields,
+checked by the kind's own rule.
 Never: changes after start-up, reads os.environ (config.py does) or answers requests.
 In: the config file's path and a profile name. Out: (name, Profile) or ConfigError.
 """
@@ -12,11 +14,11 @@ from __future__ import annotations
 
 import itertools
 import json
-from dataclasses import MISSING, dataclass, field, fields
+from dataclasses import MISSING, dataclass, field, fields, make_dataclass
 from pathlib import Path
 
-from . import kinds
-from . import reasoning
+from . import kinds, reasoning
+from .kinds.base import finite
 
 
 class ConfigError(Exception):
@@ -54,17 +56,21 @@ class Layout:
 
 
 @dataclass(frozen=True)
-class Calibration:
+class SharedCalibration:
     """Applied to label log-probs (readout.py); `fitted` says what was fitted on what data."""
-    temperature: dict  # noul / choice / score (/ image: any kind, images sent) -> T
-    noul_floor: float = 0.0  # 0, or in (0.5, 1): the chosen yes/no side reported at least this
-    reread_below: float = 0.0  # choice/score confidence under this: read again (0 = off)
+    temperature: dict  # each reading kind (/ image: any kind, images sent) -> T
+    reread_below: float = 0.0  # a re-read kind's confidence under this: read again (0 = off)
     fitted: dict | None = None
-    # noul / choice -> {option count: nats taken off the label log-prob at each listing
-    # position (A, B, ... or yes, no)}: the model's measured preference for a position
+    # a kind with a prior (OwnLabels.prior) -> {option count: nats taken off the label log-prob
+    # at each listing position (A, B, ... or yes, no)}: the model's measured preference
     label_prior: dict = field(default_factory=dict)
-    number_confidence: dict | None = None  # {a, b}: number confidence = sigmoid(a * mean
-    # log-prob + b) of its tokens; None: exp(mean log-prob), unfitted
+
+
+# The shared fields, then each registered kind's own (kinds' Tunings), defaults as they declare.
+Calibration = make_dataclass("Calibration", [(name, object, field(default=t.default)) for name, t
+                                             in kinds.calibration_settings().items()],
+                             bases=(SharedCalibration,), frozen=True, namespace={
+                                 "__module__": __name__, "__doc__": SharedCalibration.__doc__})
 
 
 @dataclass(frozen=True)
@@ -128,7 +134,7 @@ def load_profile(path: str, name: str) -> tuple[str, Profile]:
     if name not in doc["profiles"]:
         raise ConfigError(f"{path}: no profile {name!r}; known: {sorted(doc['profiles'])}")
     raw = dict(doc["profiles"][name])
-    label_keys = {k.label_key: k.name for k in kinds.KINDS.values() if k.label_key}
+    label_keys = kinds.label_keys()
     wanted = {f.name for f in fields(Profile) if f.default is MISSING} - {"labels"}
     optional = {f.name for f in fields(Profile)} - wanted - {"labels", "specials"}
     raw.pop("comment", None)
@@ -198,9 +204,9 @@ def _check_profile(p: Profile, where: str) -> None:
         raise ConfigError(f"{where}: chat_template needs exactly system, user and assistant")
     if not all("{content}" in p.chat_template[k] for k in ("system", "user")):
         raise ConfigError(f"{where}: chat_template system and user need a {{content}} slot")
-    labelled = [k for k in kinds.KINDS.values() if k.label_key]
-    if not all(k.labels_ok(p.labels[k.name]) for k in labelled):
-        raise ConfigError(f"{where}: need " + ", ".join(f"{k.labels_needed} {k.name} labels"
+    labelled = kinds.labelled()
+    if not all(k.own_labels.allow(p.labels[k.name]) for k in labelled):
+        raise ConfigError(f"{where}: need " + ", ".join(f"{k.own_labels.needed} {k.name} labels"
                                                         for k in labelled))
     if not isinstance(p.provenance, dict) or not all(
             isinstance(k, str) and isinstance(v, str) for k, v in p.provenance.items()):
@@ -266,19 +272,17 @@ def check_calibration(c: Calibration, where: str) -> None:
     temps, names = c.temperature, {k.name for k in kinds.reading()}
     if (not isinstance(temps, dict) or not names <= set(temps)
             or not set(temps) <= names | {"image"}
-            or not all(_number(t) and 1e-3 <= t <= 1e3 for t in temps.values())):
+            or not all(finite(t) and 1e-3 <= t <= 1e3 for t in temps.values())):
         # bounded: log-probs divided by it stay finite floats whatever number a request sends
         raise ConfigError(f"{where}: calibration.temperature needs "
                           f"{kinds.spoken(k.name for k in kinds.reading())}"
                           f" in [0.001, 1000] (and may have image: every answer about an image)")
-    if not (_number(c.noul_floor) and (c.noul_floor == 0 or 0.5 < c.noul_floor < 1)
-            and _number(c.reread_below) and 0 <= c.reread_below <= 1):
-        raise ConfigError(f"{where}: noul_floor must be 0 (off) or in (0.5, 1), reread_below in [0, 1]")
-    fit = c.number_confidence
-    if fit is not None and not (isinstance(fit, dict) and set(fit) == {"a", "b"}
-                                and all(_number(v) and abs(v) <= 1e3 for v in fit.values())):
-        raise ConfigError(f"{where}: number_confidence needs numbers a and b within ±1000, or null")
-    with_prior = [k.name for k in kinds.KINDS.values() if k.prior]
+    if not (finite(c.reread_below) and 0 <= c.reread_below <= 1):
+        raise ConfigError(f"{where}: reread_below must be in [0, 1]")
+    for name, tuning in kinds.calibration_settings().items():  # each kind's own, its own rule
+        if not tuning.good(getattr(c, name)):
+            raise ConfigError(f"{where}: {tuning.needs}")
+    with_prior = [k.name for k in kinds.labelled() if k.own_labels.prior]
     if not (isinstance(c.label_prior, dict) and set(c.label_prior) <= set(with_prior)
             and all(isinstance(per_n, dict) and all(_prior_ok(n, v) for n, v in per_n.items())
                     for per_n in c.label_prior.values())):
@@ -292,8 +296,4 @@ def _prior_ok(n, values) -> bool:
     int() of a 4,301-digit string raises), and that many bounded numbers."""
     return (isinstance(n, str) and n.isascii() and n.isdigit() and len(n) <= 3
             and isinstance(values, list) and len(values) == int(n)
-            and all(_number(b) and abs(b) <= MAX_PRIOR_NATS for b in values))
-
-
-def _number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+            and all(finite(b) and abs(b) <= MAX_PRIOR_NATS for b in values))

@@ -54,10 +54,12 @@ ADAPTERS = {"/v1/systemone": systemone, "/systemone": systemone,
 class Service:
     """The running shim: settings, the pipeline (with its engine client) and readiness."""
 
-    def __init__(self, settings: Settings, root: Path):
+    def __init__(self, settings: Settings, root: Path, engine=Engine):
+        """`engine`: the engine client's class, or a callable taking its arguments (the tests
+        give a recording or a replaying one: tests/support/replay_engine.py)."""
         self.settings, self.profile, self.root = settings, settings.model, root
         vision = self.profile.vision
-        self.engine = Engine(settings.vllm, self.profile.served_model_name,
+        self.engine = engine(settings.vllm, self.profile.served_model_name,
                              timeout_s=settings.engine_timeout_s,
                              num_connections=settings.engine_connections, key=settings.vllm_key,
                              max_bytes_in_flight=settings.engine_bytes_in_flight,
@@ -119,8 +121,8 @@ class Service:
         self.phase, self.reason = READY, ""
         refused = "; ".join(f"{name} questions refused: {limit.refusal}"
                             for name, limit in pipe.limits.kinds.items() if limit.refusal)
-        log.info("ready: %s via %s, %d choice labels, two-way %s, option sets %s%s",
-                 self.profile.model_name, self.settings.vllm, len(pipe.facts.labels.choice),
+        log.info("ready: %s via %s, up to %d options a question, two-way %s, option sets %s%s",
+                 self.profile.model_name, self.settings.vllm, pipe.limits.max_choice_options,
                  "on" if pipe.facts.two_way else "off", "on" if pipe.facts.sets else "off",
                  f"; {refused}" if refused else "")
 
@@ -200,7 +202,7 @@ class Service:
         if foreign:
             raise Forbidden(foreign)
         if path in tryit.PATHS:  # public (no data in it), answered while warming and draining
-            data, kind = tryit.answer(self, path, admission.authorized(key, authorization))
+            data, kind = tryit.serve(self, path, admission.authorized(key, authorization))
             return 200, Raw(data, kind, tuple(tryit.HEADERS.items()))
         if path in ("/metrics", "/openapi.json"):  # the key as everywhere; answered while
             admission.check_auth(key, authorization)  # warming and draining too

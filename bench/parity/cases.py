@@ -184,7 +184,24 @@ def main_cases():
                                                      safety_identifier="u1", stream=False),
              "decisions: /decisions alias, ignored fields, stream false"),
         *image_refusals(),
+        *binding_cases(),
     ]
+
+
+def binding_cases():
+    """Choices asked again with their options in another order: read as option sets, each
+    option gets the probability it got in s1_readme, s1_choice_unicode and dec_readme
+    (tests/unit/answers/ checks it)."""
+    team = README_Q["team"]
+    back = dict(reversed(team["criteria"].items()))
+    topic = dict(list(CHOICE8["criteria"].items())[3:] + list(CHOICE8["criteria"].items())[:3])
+    dec_q = [DEC_Q[0], {**DEC_Q[1], "choices": DEC_Q[1]["choices"][::-1]}, DEC_Q[2]]
+    return [case("s1_options_reordered", S1, s1(TICKET, {
+                "team": {**team, "criteria": back}, "q.2": {**CHOICE8, "criteria": topic}}),
+                 "choices of s1_readme and s1_choice_unicode, options in another order"),
+            case("dec_options_reordered", DEC, dec("I was charged twice. Please refund one.",
+                                                   dec_q),
+                 "dec_readme with the choice's options reversed")]
 
 
 def encoding_cases():

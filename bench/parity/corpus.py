@@ -125,6 +125,11 @@ def request_sha(c) -> str:
     return hashlib.sha256(c.route.encode() + dump(c.headers).encode() + c.body).hexdigest()
 
 
+def corpus_sha(cases) -> str:
+    """The whole corpus's hash: its requests, in order."""
+    return hashlib.sha256("".join(request_sha(c) for c in cases).encode()).hexdigest()
+
+
 def entry(c, status: int, headers: dict, raw: bytes) -> dict:
     line = {"name": c.name, "route": c.route, "status": status,
             "request_sha256": request_sha(c),  # the corpus itself must not drift between runs
@@ -195,26 +200,30 @@ def read(path: str) -> dict:
         return {d["name"]: d for d in map(loads, filter(str.strip, f))}
 
 
-def compare(args) -> int:
-    a, b = read(args.a), read(args.b)
-    names = list(a) + [n for n in b if n not in a]
-    same = 0
-    for name in names:
+def judge(a: dict, b: dict, a_name: str = "a", b_name: str = "b") -> list:
+    """(name, None when the two recordings agree, else the first difference) for every name,
+    a's order first (bench/parity/record.py and the replay tests judge with it too)."""
+    out = []
+    for name in list(a) + [n for n in b if n not in a]:
         if name not in a or name not in b:
-            print(f"DIFFERENT {name}: only in {args.a if name in a else args.b}")
+            out.append((name, f"only in {a_name if name in a else b_name}"))
             continue
         x, y = dict(a[name]), dict(b[name])
         sha_x, sha_y = x.pop("bytes_sha256", None), y.pop("bytes_sha256", None)
         found = first_difference(x, y)
         if found is None and sha_x != sha_y:
             found = "bytes_sha256: same values, different key order or formatting"
-        if found is None:
-            same += 1
-            print(f"same      {name}")
-        else:
-            print(f"DIFFERENT {name}: {found}")
-    print(f"{same} of {len(names)} identical")
-    return 0 if same == len(names) else 1
+        out.append((name, found))
+    return out
+
+
+def compare(args) -> int:
+    verdicts = judge(read(args.a), read(args.b), args.a, args.b)
+    for name, found in verdicts:
+        print(f"same      {name}" if found is None else f"DIFFERENT {name}: {found}")
+    same = sum(found is None for _, found in verdicts)
+    print(f"{same} of {len(verdicts)} identical")
+    return 0 if same == len(verdicts) else 1
 
 
 def main(argv=None) -> int:
@@ -239,8 +248,7 @@ def main(argv=None) -> int:
     cases = corpus(args.vision)
     for case in cases:
         print(f"{case.name:32} {case.route:15} {case.covers}")
-    whole = hashlib.sha256("".join(request_sha(c) for c in cases).encode()).hexdigest()
-    print(f"{len(cases)} requests, corpus sha256 {whole}")
+    print(f"{len(cases)} requests, corpus sha256 {corpus_sha(cases)}")
     return 0
 
 

@@ -3,6 +3,7 @@
 
     python3 bench/parity/trace.py --root OLD --vllm http://127.0.0.1:8796 [--show]
     python3 bench/parity/trace.py --root NEW --vllm URL --case s1_readme --show
+    python3 bench/parity/trace.py --root NEW --replay tests/fixtures/replay/P.tape.jsonl.gz
 
 Imports onepass from --root (first on sys.path), builds the Service as shim.py does (config.load
 with --config ROOT/serve_config.json and --vllm; nothing from ONEPASS_* in the environment),
@@ -11,6 +12,12 @@ length, two-way, structured outputs; then every question type once), then sends 
 request (bodies from cases.py, not sent over HTTP) into the decision entry under
 sys.setprofile: `service.pipeline.decide(adapter, raw, headers)`, or `service.handle(adapter,
 raw, headers)` in a checkout from before the ten steps moved into Pipeline.decide.
+
+--replay TAPE instead of --vllm: the engine answers from a tape (bench/parity/record.sh wrote
+it; tests/support/replay_engine.py, loaded from this checkout, over ROOT's Engine), with the
+tape's settings (its profile among them): no vLLM needed, and ROOT's Service must take an
+`engine`. The engine's worker threads are not counted either way; a call on the request's own
+thread (the first read of a request with images) stops in fewer modules than over HTTP.
 
 What is counted: at every Python call and return on the request's thread (the thread that
 calls the entry; sys.setprofile sees only it, so the engine's worker threads that talk to vLLM
@@ -21,15 +28,21 @@ earlier but not just before (stops - distinct modules). --show prints the sequen
 
 --passing counts only the calls that pass the request on: a call is followed when one of its
 arguments is the request in some form (the body as received, the body as parsed: an object with
-`questions`, or an object of the request's own types: Request, Decision, Split, Outcome), and
-control is where the innermost such call is. Helper calls that take a part of it (a question, a
-kind's name, a label list, a decision.Page: the state, images, questions, mode and techniques a
-prompt shows; a decision.Effort) are not stops. Both counts are reported in docs/measured.md.
+`questions`, or an object of the request's own types: Request, Decision, Record (Split before
+it was renamed), Outcome), and control is where the innermost such call is. Helper calls that
+take a part of it (a question, a kind's name, a label list, a decision.Page: the state, images,
+questions, mode and techniques a prompt shows; a decision.Effort) are not stops. Both counts
+are reported in docs/measured.md.
 """
 from __future__ import annotations
 
 import argparse
+import functools
+import gzip
 import importlib
+import importlib.util
+import inspect
+import json
 import os
 import sys
 from pathlib import Path
@@ -55,17 +68,25 @@ class Fields:
         return {t.strip().lower() for t in (self.get(name) or "").split(",") if t.strip()}
 
 
-def load_service(root: Path, vllm: str, profile: str):
+def load_service(root: Path, vllm: str, profile: str, tape=None):
     sys.path.insert(0, str(root))
     config = importlib.import_module("onepass.config")
     server = importlib.import_module("onepass.server")
     argv = ["--config", str(root / "serve_config.json"), "--vllm", vllm, "--port", "0"]
     if profile:
         argv += ["--profile", profile]
+    engine = {}
+    if tape is not None:  # the tape's settings, the vLLM URL one that nothing answers
+        if "engine" not in inspect.signature(server.Service).parameters:
+            raise SystemExit(f"trace: --replay needs a checkout whose Service takes an engine "
+                             f"({root}/onepass/server.py does not)")
+        argv = [str(root / a) if a == "serve_config.json" else a for a in tape.meta["argv"]]
+        argv += ["--vllm", "http://127.0.0.1:1"]
+        engine = {"engine": replay_engine().replaying(tape)}
     # vLLM's key only (serve.sh's, when it was started with ONEPASS_VLLM_KEY): no other setting
     settings = config.load(argv, environ={k: v for k, v in os.environ.items()
                                           if k == "ONEPASS_VLLM_KEY"})
-    service = server.Service(settings, root)
+    service = server.Service(settings, root, **engine)
     service.warm_up(poll_s=1.0)  # the guard and every question type, as shim.py's thread does
     phase = getattr(service, "phase", None)
     if phase not in (None, getattr(server, "READY", "ready")):
@@ -74,7 +95,36 @@ def load_service(root: Path, vllm: str, profile: str):
     return service, server
 
 
-REQUEST_TYPES = {"Request", "Decision", "Split", "Outcome"}
+def tape_meta(path: str) -> dict:
+    """A tape's first line (tests/support/replay_engine.py writes it), read without onepass."""
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        return json.loads(f.readline())["meta"]
+
+
+def only_root(root: Path) -> None:
+    """The onepass package imported from ROOT from now on: bodies.py imported this checkout's
+    (its PNG writer), which a --root elsewhere would otherwise trace (no stop under ROOT)."""
+    for name in [m for m in sys.modules if m == "onepass" or m.startswith("onepass.")]:
+        del sys.modules[name]
+    mine = str(HERE.parents[1])
+    while mine in sys.path:
+        sys.path.remove(mine)
+    sys.path.insert(0, str(root))
+
+
+@functools.lru_cache(maxsize=None)
+def replay_engine():
+    """This checkout's tests/support/replay_engine.py, loaded by its path: its Engine is then
+    the traced ROOT's (onepass resolves there), whatever ROOT's own tests/ hold."""
+    path = HERE.parents[1] / "tests" / "support" / "replay_engine.py"
+    spec = importlib.util.spec_from_file_location("parity_replay_engine", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# Record: the per-request record every step takes and returns (Split before the rename)
+REQUEST_TYPES = {"Request", "Decision", "Split", "Record", "Outcome"}
 
 
 class Tracer:
@@ -147,7 +197,10 @@ def trace(service, server, case, passing: bool = False) -> tuple[Tracer, object]
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--root", required=True, help="the checkout whose onepass/ is traced")
-    p.add_argument("--vllm", required=True, help="a live vLLM serving the profile's model")
+    source = p.add_mutually_exclusive_group(required=True)
+    source.add_argument("--vllm", help="a live vLLM serving the profile's model")
+    source.add_argument("--replay", metavar="TAPE", help="answer from a tape instead "
+                        "(tests/fixtures/replay/*.tape.jsonl.gz; its profile)")
     p.add_argument("--case", default="", help="a corpus case name (default: the mixed "
                    "multi-kind System One request)")
     p.add_argument("--profile", default="", help="serve_config.json profile (default: its own)")
@@ -161,11 +214,17 @@ def main(argv=None) -> int:
     import corpus  # the corpus module of this directory; bodies are built from constants
     from cases import DEFAULT_TRACE
     name = args.case or DEFAULT_TRACE
-    found = [c for c in corpus.corpus(args.vision) if c.name == name]
+    meta = tape_meta(args.replay) if args.replay else {}
+    if args.profile and meta and args.profile != meta["profile"]:
+        raise SystemExit(f"trace: the tape is {meta['profile']}'s, not {args.profile}'s")
+    found = [c for c in corpus.corpus(args.vision or meta.get("vision", False))
+             if c.name == name]
     if not found:
         raise SystemExit(f"trace: no corpus case {name!r} (corpus.py list)")
     sys.path.remove(str(HERE))  # the checkout's modules only from here on
-    service, server = load_service(root, args.vllm, args.profile)
+    only_root(root)
+    tape = replay_engine().Tape.load(args.replay) if args.replay else None  # ROOT's Engine
+    service, server = load_service(root, args.vllm, args.profile, tape)
     tracer, result = trace(service, server, found[0], args.passing)
     service.engine.close()
     stops, distinct = len(tracer.stops), len(set(tracer.stops))
@@ -175,6 +234,11 @@ def main(argv=None) -> int:
           f"{' (calls that pass the request on)' if args.passing else ''}")
     print(f"stops {stops}\ndistinct modules {distinct}\nreturns {stops - distinct}")
     print(f"profiled events {tracer.events}")
+    if tape is not None:
+        misses = service.engine.misses
+        print(f"replayed from {args.replay}: {len(misses)} misses")
+        if misses:
+            return 1
     if args.show:
         for i, m in enumerate(tracer.stops, 1):
             seen = m in tracer.stops[:i - 1]

@@ -20,9 +20,10 @@ def requested_two_way(params) -> bool:
     if not extra or MODE_KEY not in extra:
         return False
     value = extra[MODE_KEY]
-    if value in TWO_WAY:
+    text = isinstance(value, str)  # vllm_xargs also carries numbers and lists
+    if text and value in TWO_WAY:
         return True
-    if value in ONE_WAY:
+    if text and value in ONE_WAY:
         return False
     known = ", ".join(sorted(TWO_WAY | ONE_WAY))
     raise ValueError(f"vllm_xargs.{MODE_KEY} must be one of {known}; got {value!r}")
@@ -31,7 +32,8 @@ def requested_two_way(params) -> bool:
 def is_two_way(params) -> bool:
     """Fast check on an admitted request (its value was validated at admission)."""
     extra = getattr(params, "extra_args", None)
-    return bool(extra) and extra.get(MODE_KEY) in TWO_WAY
+    value = extra.get(MODE_KEY) if extra else None
+    return isinstance(value, str) and value in TWO_WAY
 
 
 SETS_KEY = "set_spans"

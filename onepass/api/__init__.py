@@ -16,7 +16,8 @@ from typing import Protocol
 @dataclass(frozen=True)
 class Limits:
     """This server's limits on a body: data given to parse, never a call back."""
-    max_choice_options: int  # the API's 255, or fewer when fewer labels are single tokens
+    max_choice_options: int  # options in one question: the contracts' cap (the Decisions
+    # contract's "choices"), or fewer where a kind's labels cap them (kinds.option_cap)
     max_questions: int
     kinds: dict = field(default_factory=dict)  # kind name -> kinds.base.Limit: its cap per
     # request and why it is refused (a kind not listed: no cap of its own, served)

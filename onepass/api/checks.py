@@ -12,7 +12,6 @@ from __future__ import annotations
 from ..decision_model import MODE_NAMES, as_text
 from .. import reasoning
 from ..errors import BadRequest, InvalidRequest, Problem
-from ..kinds.base import MAX_LEVELS, MAX_OPTIONS, MIN_LEVELS, MIN_OPTIONS  # noqa: F401
 from . import Request
 
 OPTION_KEYS = ("layout", "calibration")

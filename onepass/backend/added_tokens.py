@@ -36,7 +36,7 @@ def served(engine, profile) -> dict[str, int]:
     status, doc = engine.tokenizer_info()
     decoder = doc.get("added_tokens_decoder") if status == 200 and isinstance(doc, dict) \
         else None
-    found = _read(decoder) if isinstance(decoder, dict) else None
+    found = _ids_in(decoder) if isinstance(decoder, dict) else None
     if found is not None:
         return {text: i for text, i in found.items() if kept(text)}
     why = (f"vLLM answered /tokenizer_info with HTTP {status}" if status != 200 else
@@ -52,7 +52,7 @@ def served(engine, profile) -> dict[str, int]:
     return {}
 
 
-def _read(decoder: dict) -> dict[str, int] | None:
+def _ids_in(decoder: dict) -> dict[str, int] | None:
     """id -> text (vLLM 0.32 writes each added token as its text) or id -> {content, ...} (a
     tokenizer_config.json's form) as text -> id; None when an entry is neither."""
     found = {}

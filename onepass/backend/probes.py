@@ -17,12 +17,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from .. import kinds
-from ..decision_model import CAUSAL, CHOICE, NOUL, TWO_WAY, Decision, Option, Question
+from ..decision_model import CAUSAL, TWO_WAY, Decision, Option, Question
 from . import added_tokens, capabilities, set_probe
 from .engine import Engine
 from .decoding import structured_engine
 from ..prompt import neutral
 from ..prompt.layout import LabelSet, layout, wrap_chat
+from ..kinds.base import NAMED, YES_NO
 from ..profile import Profile
 from ..softmax import label_distribution
 
@@ -163,33 +164,35 @@ def single_token_ids(engine: Engine, profile: Profile, labels) -> list[int | Non
 
 def verified_labels(engine: Engine, profile: Profile) -> LabelSet:
     """Each kind's labels with their token ids: every one a distinct single token for a kind
-    that needs them all, else the distinct single-token ones (at least two)."""
-    labelled = [k for k in kinds.KINDS.values() if k.label_key]
+    that needs them all, else the distinct single-token ones (at least as many as it needs)."""
+    labelled = kinds.labelled()
     wanted = [label for k in labelled for label in profile.labels[k.name]]
     ids = iter(single_token_ids(engine, profile, wanted))
     found = {k.name: list(zip(profile.labels[k.name], ids)) for k in labelled}
-    strict = [k.name for k in labelled if k.all_labels_single]
+    strict = [k.name for k in labelled if k.own_labels.all_single]
     bad = [label for name in strict for label, i in found[name] if i is None]
     if bad or any(len({i for _, i in found[name]}) != len(found[name]) for name in strict):
         raise GuardFailed(f"{kinds.spoken(strict)} labels must be distinct single tokens; "
                           f"not: {bad}")
     kept = dict(found)
     for k in labelled:
-        if not k.all_labels_single:
+        if not k.own_labels.all_single:
             kept[k.name], seen = [], set()
             for label, i in found[k.name]:
                 if i is not None and i not in seen:
                     seen.add(i)
                     kept[k.name].append((label, i))
-            if len(kept[k.name]) < 2:
-                raise GuardFailed(f"fewer than two {k.name} labels are single tokens for this "
-                                  "tokenizer")
+            if len(kept[k.name]) < k.own_labels.least:
+                raise GuardFailed(f"fewer than {k.own_labels.least} {k.name} labels are single "
+                                  "tokens for this tokenizer")
     return LabelSet(**kept)
 
 
 def probe_reads(profile: Profile, labels: LabelSet, probe: dict):
-    """The probe as a one-noul decision, laid out exactly like a request, in both modes."""
-    question = Question(NOUL, probe["question"], (Option("true", None), Option("false", None)))
+    """The probe as a decision of one question of the registry's yes/no kind, laid out exactly
+    like a request, in both modes."""
+    question = Question(kinds.shaped(YES_NO).name, probe["question"],
+                        (Option("true", None), Option("false", None)))
     return [layout(Decision("probe", probe["state"], (question,), mode), profile, labels)[0]
             for mode in (CAUSAL, TWO_WAY)]
 
@@ -250,14 +253,15 @@ def on_half_grid(logprobs) -> bool:
 
 def check_full_precision(engine: Engine, profile: Profile, labels: LabelSet) -> None:
     """Label log-probs must come from fp32 logits (serve.sh runs the lm_head in fp32 wherever
-    the model is served in bf16/fp16): read a few prompts' choice labels and refuse to serve
-    when every difference lies on the half-precision grid. A profile with head_dtype "model"
-    has opted out with a measurement; it is not checked."""
+    the model is served in bf16/fp16): read a few prompts' labels of a question with named
+    options and refuse to serve when every difference lies on the half-precision grid. A
+    profile with head_dtype "model" has opted out with a measurement; it is not checked."""
     if profile.head_dtype == "model":
         return
-    colours = ("red", "green", "blue", "black", "white")[:max(2, len(labels.choice))]
+    kind = kinds.shaped(NAMED)
+    colours = ("red", "green", "blue", "black", "white")[:max(2, len(getattr(labels, kind.name)))]
     options = tuple(Option(k, None) for k in colours)  # no more than the server has labels for
-    question = Question(CHOICE, "Which colour fits the record best?", options)
+    question = Question(kind.name, "Which colour fits the record best?", options)
     listing = replace(profile.layout, option_sets=False)  # the head's dtype, not a set read
     reads = [layout(Decision("probe", state, (question,), layout=listing), profile, labels)[0]
              for state in PRECISION_PROBES]

@@ -1,7 +1,8 @@
-"""The start-up proof that vLLM reads a choice's options as a set (layout option_sets): the
+"""The start-up proof that vLLM reads a question's options as a set (layout option_sets): the
 engine plugin's set read, checked through the engine itself.
 
-Owns: the probe (a choice of four options laid out as a request would be, read with its spans
+Owns: the probe (a question of four options, of the registry's first kind that reads its
+options as a set, laid out as a request would be, read with its spans
 in the canonical order and in the reverse order, and its tokens read without the flag) and its
 verdict: live when both set reads give byte-identical label log-probs and differ from the
 unflagged read; otherwise off (stock vLLM ignores the flag; the plugin refuses set reads on
@@ -13,23 +14,26 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..decision_model import CHOICE, Decision, Option, Question
+from .. import kinds
+from ..decision_model import Decision, Option, Question
 from ..prompt.layout import layout
 from . import capabilities
 
 CAPABILITY = "option sets (layout option_sets)"
 STATE = "Ticket 4471: the customer was charged twice this month and asks for one charge back."
-QUESTION = Question(CHOICE, "Which team should handle this ticket?", (
-    Option("billing", "Payments, charges and refunds"), Option("tech", "Bugs and outages"),
-    Option("sales", "Pricing and upgrades"), Option("legal", None)))
+ASKED = "Which team should handle this ticket?"
+OPTIONS = (Option("billing", "Payments, charges and refunds"), Option("tech", "Bugs and outages"),
+           Option("sales", "Pricing and upgrades"), Option("legal", None))
 MIN_SHIFT = 1e-3  # nats: a set read moves the labels by far more than reruns (same bits)
 
 
 def probe_read(profile, labels):
-    """The probe laid out with option_sets, exactly as a request would be (with as many of its
-    four options as the profile has choice labels: two at the least)."""
+    """The probe laid out with option_sets, exactly as a request would be: a question of the
+    first kind that reads options as a set, with as many of the four options as that kind has
+    labels (two at the least)."""
+    kind = kinds.set_readers()[0]
     sets = replace(profile.layout, option_sets=True, orders=1, repeat=1)
-    question = replace(QUESTION, options=QUESTION.options[:max(2, len(labels.choice))])
+    question = Question(kind.name, ASKED, OPTIONS[:max(2, len(getattr(labels, kind.name)))])
     return layout(Decision("probe", STATE, (question,), layout=sets), profile, labels)[0]
 
 
@@ -49,6 +53,9 @@ def reversed_spans(read):
 def sets_live(engine, profile, labels) -> tuple[bool, str]:
     """(live, problem): live when vLLM reads option sets, order-exact; a problem (the guard
     refuses to start) only when the profile needs option_sets and they are not read so."""
+    if not kinds.set_readers():
+        return False, capabilities.off(CAPABILITY, "no registered question kind reads its "
+                                       "options as a set", profile.layout.option_sets)
     read = probe_read(profile, labels)
     try:
         canonical, backwards = engine.map(engine.read, [read, reversed_spans(read)])

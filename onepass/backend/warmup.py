@@ -1,7 +1,8 @@
 """Warm-up requests: every question type once through each API's full request path, before ready.
 
-Owns: the warm-up bodies (each kind's questions from its unit in kinds/), each with its route.
-Never: runs them (server.Service.warm_up does).
+Owns: the warm-up bodies (each kind's questions from its adapters in kinds/), each with its
+route, and a small PNG writer for the image ones.
+Never: runs them (server.Service.warm_up does) or names a kind (the registry gives them).
 """
 from __future__ import annotations
 
@@ -18,8 +19,8 @@ MODEL = "jev-latest"
 
 def reading_bodies() -> tuple[tuple[str, dict], ...]:
     """(route, body) for the kinds answered by label reads, as registered when asked:
-    /v1/systemone each kind's own body, then every kind in one body over a list state;
-    /v1/decisions message input with parts and each kind's question (a typed, boolean choice)."""
+    /v1/systemone each kind's own body, then each kind's short question in one body over a list
+    state; /v1/decisions message input with parts and each kind's question there."""
     reading = kinds.reading()
     systemone = tuple({"model": MODEL, **k.systemone.warmup_body(STATE)} for k in reading) + (
         {"model": MODEL, "state": [STATE, "Second message: still waiting."],
@@ -50,22 +51,27 @@ def png(width: int, height: int, rgb: tuple[int, int, int], square=None,
 
 
 def image_bodies() -> tuple[tuple[str, dict], ...]:
-    """The image path on both APIs: vLLM's processor and vision tower run once before ready."""
+    """The image path on both APIs: vLLM's processor and vision tower run once before ready,
+    for the first reading kind's image question on each API (warmup_image)."""
     url = "data:image/png;base64," + base64.b64encode(png(48, 32, (200, 40, 40))).decode()
-    return (("/v1/systemone", {"model": "jev-latest", "state": {"photo": url, "note": STATE},
-                               "questions": {"red": {"type": "noul",
-                                                     "instructions": "Is [image 1] red?"}}}),
-            ("/v1/decisions", {"model": "jev-latest", "input": [{"role": "user", "content": [
-                {"type": "input_image", "image_url": url},
-                {"type": "input_text", "text": "A product photo."}]}],
-                "questions": [{"type": "choice", "instructions": "Its colour?",
-                               "choices": [{"value": "red"}, {"value": "blue"}]}]}))
+    reading = kinds.reading()
+    asked = next((k.systemone.warmup_image for k in reading if k.systemone.warmup_image), None)
+    decided = next((k.decisions.warmup_image for k in reading
+                    if k.decisions and k.decisions.warmup_image), None)
+    systemone = {"model": MODEL, "state": {"photo": url, "note": STATE},
+                 "questions": dict([asked])} if asked else None
+    decisions = {"model": MODEL, "input": [{"role": "user", "content": [
+        {"type": "input_image", "image_url": url},
+        {"type": "input_text", "text": "A product photo."}]}],
+        "questions": [decided]} if decided else None
+    return tuple((route, body) for route, body in (("/v1/systemone", systemone),
+                                                   ("/v1/decisions", decisions)) if body)
 
 
 def warmup_bodies(two_way: bool, vision: bool = False, served=()) -> tuple[tuple[str, dict], ...]:
     """(route, body): every question type in the default mode on both APIs (and images, on a
-    vision model; each kind not answered by label reads, such as box and number, alone where it
-    is `served`: its refusal is None); with two-way live, both modes explicitly too (on a GPU
+    vision model; each kind not answered by its own label reads alone where it is `served`:
+    its refusal is None); with two-way live, both modes explicitly too (on a GPU
     the two-way kernel variant compiles on first use: not on a client's clock)."""
     bodies = reading_bodies()
     if vision:

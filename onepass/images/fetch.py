@@ -104,7 +104,7 @@ def _fetch(url: str, parts: tuple, rules: Rules) -> tuple[bytes, str]:
                 raise _NotFetched(f"the content type is {kind[:64]!r}, not image/*")
             if _declared_over(response.getheader("Content-Length") or "", rules.max_bytes):
                 raise _NotFetched(f"the image is larger than {rules.max_bytes} bytes")
-            return _read(response, rules.max_bytes, deadline), kind
+            return _read_capped(response, rules.max_bytes, deadline), kind
         except _Late:
             raise _Failed(f"the fetch took too long (over {TOTAL_STEPS} x {rules.timeout_s} s)"
                           ) from None
@@ -143,7 +143,7 @@ def base64_size(n: int) -> int:
     return 4 * -(-n // 3) + 64
 
 
-def _read(response, max_bytes: int, deadline: float) -> bytes:
+def _read_capped(response, max_bytes: int, deadline: float) -> bytes:
     """The body in chunks, refused once it passes max_bytes or the deadline; gathered in one
     growing buffer whose bytes are handed on without a copy (not a list of chunks, joined)."""
     body = io.BytesIO()

@@ -1,78 +1,44 @@
 """The question kinds, registered in one place: noul, choice, score, box, number.
 
-Owns: the registry (name -> Kind) and the lookups every stage uses (a kind by name or by its
-type on an API, the types telemetry counts, the start-up probe); an unknown kind raises
-UnknownKind (the profile check turns that into a start-up error), never a fallback.
-Adding a kind: one module beside these (a Kind subclass with its API adapters, see base.py and
-adapters.py), its line in the registration below, and its profile keys (`<kind>_labels` and a
-temperature, when it reads labels); docs/architecture.md works an example,
-tests/live/test_core_live.py runs two.
+Owns: the registration of the built-in kinds, in the order prompts, lists and documents use.
+The registry and its lookups (a kind by name, by its type on an API, by capability) are
+registry.py's, and are used as `kinds.get(...)`, `kinds.shaped(...)` and so on.
+
+Adding a kind: one module beside these and its line in the registration below; nothing outside
+kinds/ names a kind (tests/unit/kinds/test_kind_names.py holds onepass to that). The module
+defines a Kind subclass (base.py) with its adapters (adapters.py: `OnSystemOne(SystemOne)`, and
+`OnDecisions(Decisions)` when /v1/decisions has the type) and overrides, of base.py's three
+protocols, the hooks where it differs:
+- Reading: `listings` and `answer` for a kind read from labels, with `own_labels` (an
+  OwnLabels: how many the profile lists as `<kind>_labels`), `calibrate`, `rereads`;
+  `options_are` (YES_NO, NAMED, LEVELS) lets callers that need such a question find it (the
+  start-up probes, a box's present and edges), `as_set` says option_sets reads it as a set.
+  `reads = False` for a kind whose reads, if any, are parts of an answer it combines.
+- Generating: `plan` (its label reads and an optional constrained Generation), `combine`,
+  `probe` (the start-up check of vLLM's structured outputs its generation needs), `thinks`.
+- Serving: `limit` (its per-request cap, its option cap, its refusal on this server),
+  `limits_text` (what /openapi.json says of them), `settings` (its server flags),
+  `calibration` (its own calibration settings: name -> Tuning, checked with the profile's and a
+  request's), `check_profile` (anything else of its own in a profile); its adapters give its
+  fields, answers, schemas (each stating its own bounds) and warm-up questions on each API
+  (`warmup_body`: its own body; optional `warmup_short`, `warmup` and `warmup_image`: its
+  question in the shared text and image warm-up bodies).
+Its profile keys: `<kind>_labels` when it has labels of its own and a `calibration.temperature`
+entry when it is read from labels. The warm-up, /openapi.json, /metrics (answers counted by its
+type) and the try-it page (/try/info) then offer it; tests/unit/kinds/test_toy_kind.py
+registers a toy kind from a test and finds it in each, tests/live/test_core_live.py has a real
+vLLM answer two.
 """
 from __future__ import annotations
 
 from . import box, choice, noul, number, score
-from .base import Kind, Probe
+from .registry import (KINDS, UnknownKind, by_api, calibration_settings, get, label_keys,
+                       labelled, named, names, option_cap, probe, reading, register,
+                       set_readers, shaped, spoken, stated_limits, types, unregister)
 
-KINDS: dict[str, Kind] = {}
+__all__ = ["KINDS", "UnknownKind", "by_api", "calibration_settings", "get", "label_keys",
+           "labelled", "named", "names", "option_cap", "probe", "reading", "register",
+           "set_readers", "shaped", "spoken", "stated_limits", "types", "unregister"]
 
-
-class UnknownKind(LookupError):
-    pass
-
-
-def register(kind: Kind) -> None:
-    if kind.name in KINDS:
-        raise ValueError(f"question kind {kind.name!r} is registered twice")
-    KINDS[kind.name] = kind
-
-
-def get(name: str) -> Kind:
-    try:
-        return KINDS[name]
-    except KeyError:
-        raise UnknownKind(f"no question kind {name!r} is registered (known: "
-                          f"{', '.join(KINDS)})") from None
-
-
-def names() -> tuple[str, ...]:
-    return tuple(KINDS)
-
-
-def by_api(api: str) -> dict[str, Kind]:
-    """The kinds by their `type` on one API ("systemone" or "decisions": the Kind's adapter
-    attribute), each kind that has an adapter there."""
-    return {getattr(k, api).type: k for k in KINDS.values() if getattr(k, api) is not None}
-
-
-def types() -> tuple[str, ...]:
-    """Every answer type on either API, each once: the System One types in registration
-    order, then the Decisions types not among them (telemetry counts answers by these)."""
-    return tuple(dict.fromkeys([*by_api("systemone"), *by_api("decisions")]))
-
-
-def probe(settings) -> Probe | None:
-    """The start-up check of vLLM's structured outputs: the first registered kind's that
-    offers one (None: no kind needs a constrained generation)."""
-    return next((p for k in KINDS.values() if (p := k.probe(settings)) is not None), None)
-
-
-def reading() -> tuple[Kind, ...]:
-    """The kinds answered by label reads (each has labels or a temperature and a warm-up)."""
-    return tuple(k for k in KINDS.values() if k.reads)
-
-
-def named(api_type, api: str) -> Kind | None:
-    """The kind a question's `type` names on one API; None when it names none (any JSON value
-    may stand there; the adapter says so in its own words)."""
-    known = by_api(api)
-    return known[api_type] if isinstance(api_type, str) and api_type in known else None
-
-
-def spoken(items, last: str = "and") -> str:
-    """"a, b and c" (or "a, b or c"): how messages list kinds."""
-    items = list(items)
-    return f"{', '.join(items[:-1])} {last} {items[-1]}" if len(items) > 1 else "".join(items)
-
-
-for _unit in (noul, choice, score, box, number):  # the registration, in the order prompts and lists use
+for _unit in (noul, choice, score, box, number):  # the registration
     register(_unit.KIND)

@@ -3,8 +3,8 @@ type, its /v1/decisions adapter (Decisions).
 
 Owns: the two adapter bases (each hook one API's adapter calls for a question of the kind: its
 `type`, the fields it takes, its options from the question as sent, its answer as rendered,
-its JSON Schemas for /openapi.json, its warm-up) and the checks several kinds' hooks share
-(criteria, entries, unknown fields, descriptions).
+its JSON Schemas for /openapi.json, each stating the kind's own bounds, its warm-up) and the
+checks several kinds' hooks share (criteria, entries, unknown fields, descriptions).
 Never: knows a kind's decision path (base.Kind does) or an API's request-wide fields (api/ does).
 A kind module defines `OnSystemOne(SystemOne)` (and `OnDecisions(Decisions)` when /v1/decisions
 has the type) and sets instances of them on its Kind: `systemone = OnSystemOne()`.
@@ -22,6 +22,7 @@ class SystemOne:
     type: str  # the question's and the answer's `type`
     keys: frozenset = frozenset({"type", "instructions", "criteria"})  # the fields it takes
     warmup_short: tuple = ()  # (question id, question) in the mixed warm-up body
+    warmup_image: tuple = ()  # (question id, question about `[image 1]`): the image warm-up's
 
     def options(self, criteria, loc, check, max_options: int,
                 instructions=None) -> list[Option]:
@@ -49,7 +50,7 @@ class SystemOne:
         kind is served; `image_url`: a small picture (a data URL) for a kind that needs one."""
         raise NotImplementedError
 
-    def question_schema(self, max_options: int) -> dict:
+    def question_schema(self) -> dict:
         """The question's JSON Schema (one of /openapi.json's question shapes)."""
         return obj({"type": const(self.type), **{k: {} for k in sorted(self.keys - {"type"})}},
                    ["type"])
@@ -65,6 +66,7 @@ class Decisions:
     type: str
     keys: frozenset = frozenset({"type", "name", "instructions"})
     warmup: dict | None = None  # its question in the /v1/decisions warm-up body
+    warmup_image: dict | None = None  # its question about the input's image: the image warm-up's
 
     def options(self, raw: dict, loc, check, max_choices: int) -> tuple[tuple, list[Option]]:
         """(typed values kept for the answer, options) from the question as sent."""
@@ -74,7 +76,7 @@ class Decisions:
         """The answer as this API renders it (`values`: what options() kept)."""
         raise NotImplementedError
 
-    def question_schema(self, common: dict, max_options: int) -> dict:
+    def question_schema(self, common: dict) -> dict:
         """The question's JSON Schema; `common`: the fields every question of this API takes
         (name, instructions), as the document states them."""
         own = {k: {} for k in sorted(self.keys - {"type", *common})}

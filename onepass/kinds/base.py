@@ -1,13 +1,15 @@
-"""What a question kind is: the one place that knows a kind's labels, prompt lines, the calls
-its answer needs, how they make its answer, its limits, settings and profile checks; what it
-gives each API lives in its adapters (adapters.py: `kind.systemone`, `kind.decisions`).
+"""What a question kind is, stated as three protocols a Kind implements (each with its defaults):
+Reading (how its label reads are laid out and made an answer), Generating (the engine calls its
+answer needs and how they combine, the start-up check a constrained generation needs) and
+Serving (its API adapters, settings, calibration settings, profile checks, limits and what
+/openapi.json says of them). What it gives each API lives in its adapters (adapters.py).
 
-Owns: the Kind base class (every hook of the decision path a kind must or may provide), the
-plan a kind makes for one question (Plan: its label reads and its constrained generation), what
-its plan and combine may look at (Job), its start-up probe of vLLM's structured outputs (Probe),
-the size limits both APIs share, and the helpers several kinds share (option listings, best).
+Owns: the protocols and Kind, the records their hooks exchange (Plan, Generation, Limit, Job,
+Probe, Listing, OwnLabels, Tuning), the shapes a kind's options may have (YES_NO, NAMED,
+LEVELS: what callers outside kinds/ build a question of a kind with, asking the registry by
+shape), the size bounds both APIs share and the helpers several kinds share.
 Never: imports another kind, or the steps that call it (fit, layout, readout, generate, the
-API adapters in api/): they ask the registry (kinds/__init__.py) for a kind by name.
+API adapters in api/): they ask the registry (registry.py) for a kind by name or capability.
 """
 from __future__ import annotations
 
@@ -18,8 +20,12 @@ from typing import Any, Callable, NamedTuple, Protocol
 from ..decision_model import Answer, Question
 from .adapters import Decisions, SystemOne
 
-MIN_LEVELS, MAX_LEVELS = 2, 10  # a score's levels, on both APIs
-MIN_OPTIONS, MAX_OPTIONS = 2, 255  # a choice's options (the contract's cap; labels may lower it)
+MIN_LEVELS, MAX_LEVELS = 2, 10  # ordered levels, on both APIs
+MIN_OPTIONS, MAX_OPTIONS = 2, 255  # named options (the contracts' cap; labels may lower it)
+# What a kind's options are (Kind.options_are), so a caller can ask for "a yes/no kind":
+YES_NO = "yes/no"  # two sides, yes first; its answer's probabilities are [P(yes), P(no)]
+NAMED = "named options"  # any number of options, each keyed and listed with a label of its own
+LEVELS = "ordered levels"  # levels lowest first, each with its label
 
 
 class Listing(NamedTuple):
@@ -51,10 +57,41 @@ class Plan:
 
 @dataclass(frozen=True)
 class Limit:
-    """A kind's per-request cap and, when this server cannot answer it, why (a 422 at the
+    """A kind's caps on this server and, when this server cannot answer it, why (a 422 at the
     question)."""
     most: int | None = None  # questions of the kind in one request (None: only max_questions)
     refusal: str | None = None
+    options: int | None = None  # options in one question (its labels: one each; None: its own
+    # bounds); the APIs hold every question to the least of the kinds' (registry.option_cap)
+
+
+@dataclass(frozen=True)
+class OwnLabels:
+    """The labels a kind reads with, listed in the profile as `<kind>_labels`: how many it
+    needs, whether each must be a distinct single token (else the single ones are kept, still
+    at least `least`), and whether calibration.label_prior may hold a fitted prior over their
+    listing positions."""
+    least: int
+    most: int | None = None  # None: no upper bound
+    all_single: bool = True
+    prior: bool = False
+
+    def allow(self, labels) -> bool:
+        return self.least <= len(labels) and (self.most is None or len(labels) <= self.most)
+
+    @property
+    def needed(self) -> str:
+        """How many, as messages say it: "2", "10+", "2 to 4"."""
+        return (str(self.least) if self.least == self.most else f"{self.least}+"
+                if self.most is None else f"{self.least} to {self.most}")
+
+
+class Tuning(NamedTuple):
+    """A calibration setting a kind owns: `calibration.<name>` in the profile and in a request's
+    kwargs.calibration. Its default is also its value in a raw read (the try-it page's)."""
+    default: Any
+    good: Callable[[Any], bool]  # whether a value may stand
+    needs: str  # what a bad value is told: "noul_floor must be 0 (off) or in (0.5, 1)"
 
 
 # What a kind's plan and combine may read, stated here as shapes (kinds/ imports nothing above
@@ -70,7 +107,7 @@ class Profile(Protocol):
     """The model's serving profile (serve_config.json)."""
     model_name: str
     labels: dict  # kind -> its label candidates
-    calibration: Any  # profile.Calibration: temperatures, fits (number_confidence, ...)
+    calibration: Any  # profile.Calibration: temperatures, each kind's Tunings among them
     vision: Any  # profile.Vision (its `box` settings among them), or None: text only
 
 
@@ -108,50 +145,24 @@ class Probe:
     named: str  # "the box schema"
 
 
-class Kind:
-    """One question kind. Subclasses set the name and the adapters, and override the hooks
-    that differ."""
-    name: str  # the internal name (Question.kind)
-    systemone: SystemOne  # its /v1/systemone adapter (its `type`, fields, answer, schemas)
-    decisions: Decisions | None = None  # its /v1/decisions adapter (None: no such type there)
-    reads: bool = True  # answered by label reads (the shared layout, readout, temperature and
-    # warm-up); False for a kind with its own path (box: a generation)
-    label_key: str | None = None  # the profile's label list for it (serve_config.json)
-    labels_needed: str = ""  # how many labels the profile must list, as messages say it
-    all_labels_single: bool = True  # every label one distinct token (else the single ones kept)
-    min_labels: int = 2  # the profile must list at least this many
-    prior: bool = False  # calibration.label_prior may hold a fitted position prior for it
+class Reading(Protocol):
+    """Read from label log-probs: prompt/layout.py lays its listings out, steps/readout.py makes
+    the labels' probabilities its answer, reread and think read it again."""
+    reads: bool = True  # answered by its own label reads (the shared layout, readout, temperature
+    # and warm-up); False: its reads, if any, are parts of an answer it combines (box)
     rereads: bool = True  # an uncertain answer is read a second time (calibration.reread_below)
-    thinks: str | None = "unsure"  # with reasoning: "unsure" thinks in mode on, and in auto
-    # when its first read is unsure; "on" only in mode on; None never
-    settings: dict = {}  # its own server settings, in config.SETTINGS' form (name: row)
-
-    # -- the decision path ---------------------------------------------------------------
-    def plan(self, q: Question, job: Job) -> Plan:
-        """The calls question q needs: by default one label read of itself."""
-        return Plan(reads=(q,))
-
-    def combine(self, q: Question, answers: list, generated, job: Job) -> Answer:
-        """q's answer from its reads' answers (in plan order) and its generation (a
-        decision.Generated, or None). By default its one read's."""
-        return answers[0]
-
-    def limit(self, settings, facts) -> Limit:
-        """Its per-request cap and refusal on this server (settings and engine facts)."""
-        return Limit()
-
-    def labels_ok(self, labels) -> bool:
-        """The profile lists enough labels for this kind."""
-        raise NotImplementedError
+    own_labels: OwnLabels | None = None  # None: no labels of its own in the profile
+    options_are: str | None = None  # YES_NO, NAMED or LEVELS (registry.shaped), or None
+    as_set: bool = False  # with layout option_sets, its options are read as one set
 
     def listings(self, q: Question, labels, opts) -> list[Listing]:
         """A Listing per read of the question."""
         raise NotImplementedError
 
     def parallel_lines(self, q: Question, opts) -> int:
-        """How many lines before the reply line are read as a set (layout option_sets): none
-        by default."""
-        return 0
+        """How many lines before the reply line are read as a set: every option's line when
+        the kind reads its options as a set and the layout asks for it, else none."""
+        return len(q.options) if self.as_set and opts.option_sets else 0
 
     def calibrate(self, probs: list[float], calibration) -> list[float]:
         """The kind's own step after the shared readout (none by default)."""
@@ -161,15 +172,57 @@ class Kind:
         """The answer from the calibrated probabilities of `question`'s options (in its order)."""
         raise NotImplementedError
 
-    # -- start-up --------------------------------------------------------------------------
-    def check_profile(self, profile) -> None:
-        """The kind's own settings in a profile (a ValueError says what is wrong); none by
-        default."""
+
+class Generating(Protocol):
+    """The engine calls a question needs (steps/fit.py, work.py) and its answer from them
+    (steps/generate.py); whether reasoning makes it think first (steps/think.py)."""
+    thinks: str | None = "unsure"  # with reasoning: "unsure" thinks in mode on, and in auto
+    # when its first read is unsure; "on" only in mode on; None never
+
+    def plan(self, q: Question, job: Job) -> Plan:
+        """The calls question q needs: by default one label read of itself."""
+        return Plan(reads=(q,))
+
+    def combine(self, q: Question, answers: list, generated, job: Job) -> Answer:
+        """q's answer from its reads' answers (in plan order) and its generation (a
+        decision_model.Generated, or None). By default its one read's."""
+        return answers[0]
 
     def probe(self, settings) -> Probe | None:
         """The structured-outputs check a kind answered by a constrained generation offers
         (the registry's first is run at start-up); None by default."""
         return None
+
+
+class Serving(Protocol):
+    """What the server asks of a kind around the decision path: its adapters (its type, fields,
+    answers, schemas and warm-up bodies on each API: adapters.py), its settings and profile
+    checks, its limits and what /openapi.json says of them."""
+    name: str  # the internal name (Question.kind)
+    systemone: SystemOne  # its /v1/systemone adapter
+    decisions: Decisions | None = None  # its /v1/decisions adapter (None: no such type there)
+    settings: dict = {}  # its own server settings, in config.SETTINGS' form (name: row)
+    calibration: dict = {}  # its own calibration settings: name -> Tuning
+    # (settings and calibration are read when config.py and profile.py are imported: a kind
+    # registered after that, such as a test's, declares none)
+
+    def check_profile(self, profile) -> None:
+        """The kind's own settings in a profile beyond its calibration (a ValueError says what
+        is wrong); none by default."""
+
+    def limit(self, settings, facts) -> Limit:
+        """Its caps and refusal on this server (settings and engine facts)."""
+        return Limit()
+
+    def limits_text(self, settings) -> str:
+        """What /openapi.json's description says of its limits ("2 to 10 levels per score";
+        "": nothing)."""
+        return ""
+
+
+class Kind(Reading, Generating, Serving):
+    """One question kind. Subclasses set the name and the adapters, and override the hooks
+    that differ."""
 
 
 def generation_refusal(kind: str, structured: str) -> str | None:
@@ -184,6 +237,13 @@ def generation_refusal(kind: str, structured: str) -> str | None:
 
 def best(probs) -> int:
     return max(range(len(probs)), key=probs.__getitem__)
+
+
+def finite(v) -> bool:
+    """A finite JSON number: an int of any size (10**400 too: no float is made of it) or a
+    finite float; never a boolean."""
+    return not isinstance(v, bool) and (isinstance(v, int)
+                                        or isinstance(v, float) and math.isfinite(v))
 
 
 def logistic(z: float) -> float:

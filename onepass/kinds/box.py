@@ -1,13 +1,14 @@
 """The box kind: where a named object is in an image, as a box with a calibrated confidence.
 
 Owns: the box question on /v1/systemone (its adapter: instructions, `box.mode`,
-`kwargs.box.mode` into its params, Asked; its rendering and schemas), its plan (the `present`
-noul read; in edges and hybrid modes four edge reads; in generate and hybrid modes a generation
-under a JSON schema), combining those into its answer (present tempering, the generated or
-edge box, hybrid's pick and the confidence map, both box_confidence.py's; the answer's payload
-is a box_geometry.Box), its limits and settings, a vision profile's `vision.box` settings
-(check_profile), the structured-outputs probe (a generation under its schema), and reading the
-generated box and its coordinate-token log-probs.
+`kwargs.box.mode` into its params, Asked; its rendering and schemas), its plan (`present`, a
+read of the registry's yes/no kind; in edges and hybrid modes four edge reads of its levels
+kind; in generate and hybrid modes a generation under a JSON schema), combining those into
+its answer (present tempering, the generated or edge box, hybrid's pick and the confidence
+map, both box_confidence.py's; the answer's payload is a box_geometry.Box), its limits and
+settings, a vision profile's `vision.box` settings (check_profile), the structured-outputs
+probe (a generation under its schema), and reading the generated box and its coordinate-token
+log-probs.
 Never: calls vLLM (backend/ does) or converts coordinates itself (box_geometry.to_fractions).
 /v1/decisions has no box type: the kind has no Decisions adapter.
 Design and status: docs/box.md.
@@ -17,13 +18,13 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, replace
 
-from ..decision_model import BOX, NOUL, SCORE, Answer, Option, Question
-from . import box_geometry
+from ..decision_model import Answer, Option, Question
+from . import box_geometry, registry
 from .adapters import SystemOne
-from .box_confidence import (MAPPED, check_maps, confidence, finite, hybrid, map_input,
-                             mode_map, tempered)
-from .base import (MAX_LEVELS, Generation, Kind, Limit, Listing, Plan, Probe,
-                   generation_refusal)
+from .box_confidence import (MAPPED, check_maps, confidence, hybrid, map_input, mode_map,
+                             tempered)
+from .base import (LEVELS, MAX_LEVELS, YES_NO, Generation, Kind, Limit, Listing, Plan, Probe,
+                   finite, generation_refusal)
 from .box_geometry import Box, edges_box
 from .schema_parts import PROBABILITY, TEXT, const, obj
 
@@ -35,6 +36,7 @@ OPTIONAL_KEYS = {"fitted", "present_bias"}  # the fit's record; present's shift 
 EDGES = ("left", "top", "right", "bottom")
 PROBE_PROMPT = "Where is the object? Answer with JSON.\n"
 PROBE_MOST = 1000  # the probe's grid: any box convention's schema has this shape
+NAME = "box"
 
 
 @dataclass(frozen=True)
@@ -68,20 +70,21 @@ class OnSystemOne(SystemOne):
 
     def answer(self, q, a, legend):
         b = a.payload
-        return {"type": BOX, "box": {"left": b.left, "top": b.top, "right": b.right,
+        return {"type": self.type, "box": {"left": b.left, "top": b.top, "right": b.right,
                                      "bottom": b.bottom},
                 "confidence": b.confidence, "present": b.present, "found": b.found,
                 "x_box_mode": b.mode, "x_box_logprob": b.logprob,
                 "x_box_raw": list(b.raw) if b.raw is not None else None}
 
     def warmup_body(self, state, image_url=""):
-        """A box in each mode beside a noul, on one picture: the constrained generation (its
-        grammar compiled once), the present and edge reads."""
+        """A box in each mode beside a yes/no question, on one picture: the constrained
+        generation (its grammar compiled once), the present and edge reads."""
+        yes_no = registry.shaped(YES_NO).systemone.type
         return {"state": {"photo": image_url}, "questions": {
             mode: {"type": "box", "instructions": "the blue area in `photo`", "box": {"mode": mode}}
-            for mode in MODES} | {"blue": {"type": "noul", "instructions": "Is [image 1] blue?"}}}
+            for mode in MODES} | {"blue": {"type": yes_no, "instructions": "Is [image 1] blue?"}}}
 
-    def question_schema(self, max_options):
+    def question_schema(self):
         return obj({"type": const("box"), "instructions": TEXT,
                     "box": obj({"mode": {"enum": list(MODES)}})},
                    ["type", "instructions"],
@@ -100,9 +103,8 @@ class OnSystemOne(SystemOne):
 
 
 class BoxKind(Kind):
-    name, systemone = BOX, OnSystemOne()
-    reads, rereads = False, False  # its reads are parts of its answer; never read again
-    thinks = None
+    name, systemone = NAME, OnSystemOne()
+    reads, rereads, thinks = False, False, None  # its reads are parts of its answer
     settings = {
         "max_box_questions": (int, 4, "ONEPASS_MAX_BOX_QUESTIONS",
                               "box questions in one request (each costs a generation; more: 422)"),
@@ -111,11 +113,12 @@ class BoxKind(Kind):
 
     def plan(self, q, job):
         """`present` in the question's place; four edge reads over as many equal bands as
-        the profile has score labels (at most MAX_LEVELS); the generation in the profile's
+        the levels kind has labels (at most MAX_LEVELS); the generation in the profile's
         convention, its schema bounded by the image's size."""
         reads = (present_question(q),)
         if q.params.mode in READS_EDGES:
-            reads += edge_questions(q, min(MAX_LEVELS, len(job.labels.score)))
+            bands = getattr(job.labels, registry.shaped(LEVELS).name)
+            reads += edge_questions(q, min(MAX_LEVELS, len(bands)))
         generation = None
         if q.params.mode in GENERATES:
             conv = box_geometry.convention(job.profile.vision.box["convention"])
@@ -154,10 +157,10 @@ class BoxKind(Kind):
             return Limit(settings.max_box_questions, (
                 f"box questions need a vision-language model profile with a box convention; "
                 f"this server's profile ({profile.model_name}) has none"))
-        return Limit(settings.max_box_questions, generation_refusal("box", facts.structured))
+        return Limit(settings.max_box_questions, generation_refusal(self.name, facts.structured))
 
-    def labels_ok(self, labels) -> bool:
-        return True  # no labels of its own (present uses the noul labels)
+    def limits_text(self, settings):
+        return f"{settings.max_box_questions} box questions"
 
     def listings(self, q, labels, opts):
         """The generation's prompt: no labels to read, the JSON schema constrains the reply."""
@@ -204,24 +207,26 @@ def answer(fractions, confidence: float, present: float, mode: str,
     left, top, right, bottom = fractions if found else box_geometry.WHOLE
     box = Box(left, top, right, bottom, confidence if found else 0.0, present, found, mode,
               logprob if found else None, tuple(raw) if raw is not None else None)
-    return Answer(BOX, (present, 1.0 - present), box.confidence, 0 if present >= 0.5 else 1, box)
+    return Answer(NAME, (present, 1.0 - present), box.confidence, 0 if present >= 0.5 else 1, box)
 
 
 def present_question(q: Question) -> Question:
-    """The yes/no question whose P(yes) is `present`: read like any noul (its labels, the image
-    temperature, vision.box.present_temperature and present_bias on top), never from the box
-    generation."""
-    return Question(NOUL, f"Is this visible in the image(s): {q.instructions}?",
+    """The yes/no question whose P(yes) is `present`: read like any question of the registry's
+    yes/no kind (its labels, the image temperature; vision.box.present_temperature and
+    present_bias on top), never from the box generation."""
+    return Question(registry.shaped(YES_NO).name,
+                    f"Is this visible in the image(s): {q.instructions}?",
                     (Option("true", "it is visible"), Option("false", "it is not visible")))
 
 
 def edge_questions(q: Question, levels: int) -> tuple[Question, ...]:
-    """Edges mode: one score question per edge (left, top, right, bottom), its levels the
-    `levels` equal bands across the image (0 at the left or top border); each read gives a
-    distribution over the bands, never a generated number."""
+    """Edges mode: one question of the registry's levels kind per edge (left, top, right,
+    bottom), its levels the `levels` equal bands across the image (0 at the left or top
+    border); each read gives a distribution over the bands, never a generated number."""
     across = {"left": "width, from the left", "right": "width, from the left",
               "top": "height, from the top", "bottom": "height, from the top"}
-    return tuple(Question(SCORE, f"Where is the {edge} edge of {q.instructions}? Split the "
+    scale = registry.shaped(LEVELS).name
+    return tuple(Question(scale, f"Where is the {edge} edge of {q.instructions}? Split the "
                           f"image's {across[edge]}, into {levels} equal bands: which band "
                           f"holds that edge?",
                           tuple(Option(str(k), f"band {k} of {levels}") for k in range(levels)))

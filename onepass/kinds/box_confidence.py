@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 
-from .base import logistic
+from .base import finite, logistic
 
 # The modes that make a box, each with its own confidence feature: the generation's digit
 # tokens' mean log-prob, the edge reads' mean top-band log-prob. The two are on different
@@ -75,10 +75,6 @@ def hybrid(generated: float | None, edges: float | None) -> str:
     if edges is None or (generated is not None and generated >= edges):
         return "generate"
     return "edges"
-
-
-def finite(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
 def tempered(p_yes: float, temperature: float, bias: float = 0.0) -> float:

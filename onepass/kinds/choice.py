@@ -1,15 +1,18 @@
 """The choice kind: one of up to 255 named options, listed in one or more rotated orders.
 
 Owns: the choice prompt lines (options in K rotated orders, in one prompt with labels of their
-own per copy, or one read each), its answer and confidence, and its adapters (option keys on
-/v1/systemone, typed values on /v1/decisions: `true` and `"true"` are different choices).
+own per copy, or one read each, or one set), its answer and confidence, its option cap (its
+single-token labels, one per option) and its adapters (option keys on /v1/systemone, typed
+values on /v1/decisions: `true` and `"true"` are different choices). It is the registry's NAMED
+kind and its set reader (the start-up probes of full precision and of option sets).
 """
 from __future__ import annotations
 
-from ..decision_model import CHOICE, Answer, Option
+from ..decision_model import Answer, Option
 from ..errors import InvalidRequest, Problem
 from .adapters import Decisions, SystemOne, described, entries, is_criteria, unknown_fields
-from .base import MAX_OPTIONS, MIN_OPTIONS, Kind, Listing, listed_lines
+from .base import (MAX_OPTIONS, MIN_OPTIONS, NAMED, Kind, Limit, Listing, OwnLabels,
+                   listed_lines)
 from .schema_parts import NAME, PROBABILITY, TEXT_OR_NULL, const, obj
 
 
@@ -31,7 +34,7 @@ def _rotation(n: int, j: int, k: int) -> tuple[int, ...]:
     return tuple((start + i) % n for i in range(n))
 
 
-def _read(q, lists, order: int | None):
+def _listing(q, lists, order: int | None):
     lines = listed_lines(q, lists, "Options:", "the label of the best option", _text)
     pairs = tuple(p for labels, _ in lists for p in labels)
     option_of_label = tuple(o for _, rot in lists for o in rot)
@@ -57,7 +60,7 @@ class OnSystemOne(SystemOne):
         return [Option(key, check.text(desc, loc + (key,))) for key, desc in criteria.items()]
 
     def answer(self, q, a, legend):
-        return {"type": CHOICE, "choice": q.options[a.best].key,
+        return {"type": self.type, "choice": q.options[a.best].key,
                 "probabilities": {o.key: p for o, p in zip(q.options, a.probabilities)},
                 "confidence": a.confidence}
 
@@ -67,10 +70,10 @@ class OnSystemOne(SystemOne):
             "criteria": {"billing": "Payments and refunds", "tech": None,
                          "sales": "Pricing and upgrades"}}}}
 
-    def question_schema(self, max_options):
+    def question_schema(self):
         return obj({"type": const("choice"), "instructions": TEXT_OR_NULL,
-                    "criteria": {"type": "object", "minProperties": 2,
-                                 "maxProperties": max_options,
+                    "criteria": {"type": "object", "minProperties": MIN_OPTIONS,
+                                 "maxProperties": MAX_OPTIONS,
                                  "additionalProperties": TEXT_OR_NULL,
                                  "description": "option name -> description (null: by name)"}},
                    ["type", "criteria"])
@@ -87,6 +90,8 @@ class OnDecisions(Decisions):
     keys = frozenset({"type", "name", "instructions", "choices"})
     warmup = {"type": "choice", "instructions": "Refund approved?",
               "choices": [{"value": True}, {"value": False}]}
+    warmup_image = {"type": "choice", "instructions": "Its colour?",
+                    "choices": [{"value": "red"}, {"value": "blue"}]}
 
     def options(self, raw, loc, check, max_choices):
         loc = loc + ("choices",)
@@ -116,11 +121,11 @@ class OnDecisions(Decisions):
                 "probabilities": [{"value": v, "probability": p}
                                   for v, p in zip(values, a.probabilities)]}
 
-    def question_schema(self, common, max_options):
+    def question_schema(self, common):
         value = obj({"value": {"type": ["string", "boolean"]},
                      "description": {"type": ["string", "null"]}}, ["value"])
         return obj({"type": const("choice"), **common, "choices": {
-            "type": "array", "minItems": 2, "maxItems": max_options, "uniqueItems": True,
+            "type": "array", "minItems": MIN_OPTIONS, "maxItems": MAX_OPTIONS, "uniqueItems": True,
             "items": value}}, ["type", "instructions", "choices"])
 
     def answer_schema(self):
@@ -133,13 +138,10 @@ class OnDecisions(Decisions):
 
 
 class Choice(Kind):
-    name = CHOICE
+    name = "choice"
     systemone, decisions = OnSystemOne(), OnDecisions()
-    label_key, labels_needed, all_labels_single = "choice_labels", "2+", False
-    prior = True
-
-    def labels_ok(self, labels) -> bool:
-        return len(labels) >= 2
+    own_labels = OwnLabels(2, all_single=False, prior=True)  # the single-token ones kept
+    options_are, as_set = NAMED, True
 
     def listings(self, q, labels, opts):
         n, usable = len(q.options), labels.choice
@@ -149,7 +151,7 @@ class Choice(Kind):
         if opts.option_sets:  # labels bound by key: any listing of the options reads the same
             canonical = tuple(sorted(range(n), key=lambda i: (q.options[i].key,
                                                            q.options[i].text or "")))
-            return [_read(q, [(usable[:n], canonical)], 0)]
+            return [_listing(q, [(usable[:n], canonical)], 0)]
         k = min(opts.orders, n)  # n orders: each option once in each position
         rotations = [_rotation(n, j, k) for j in range(k)]
         directions = [rotations]
@@ -158,13 +160,10 @@ class Choice(Kind):
             directions += [back] if back else []
         if opts.orders_as_reads:
             flat = [order for orders in directions for order in orders]
-            return [_read(q, [(usable[:n], order)], i) for i, order in enumerate(flat)]
+            return [_listing(q, [(usable[:n], order)], i) for i, order in enumerate(flat)]
         copies = min(k, len(usable) // n)  # each copy needs labels of its own
-        return [_read(q, [(usable[j * n:(j + 1) * n], orders[j]) for j in range(copies)],
+        return [_listing(q, [(usable[j * n:(j + 1) * n], orders[j]) for j in range(copies)],
                       None) for orders in directions]
-
-    def parallel_lines(self, q, opts) -> int:
-        return len(q.options) if opts.option_sets else 0
 
     def answer(self, probs, question):
         """The most probable option; a tie goes to the smallest option key, never to the
@@ -173,6 +172,13 @@ class Choice(Kind):
         pick = min((o.key, i) for i, (o, p) in enumerate(zip(question.options, probs))
                    if p == top)[1]
         return Answer(self.name, tuple(probs), confidence(probs), pick)
+
+    def limit(self, settings, facts):
+        """As many options as it has single-token labels, at most the contracts' cap."""
+        return Limit(options=min(MAX_OPTIONS, len(getattr(facts.labels, self.name))))
+
+    def limits_text(self, settings):
+        return f"{MIN_OPTIONS} to {MAX_OPTIONS} options per choice"
 
 
 KIND = Choice()

@@ -1,14 +1,15 @@
 """The noul (yes/no) kind: two fixed labels, P(true) as its answer, the yes/no floor.
 
-Owns: the noul prompt lines, its answer (its payload: P(true)), the floor (calibration.noul_floor)
-and its adapters (`noul` on /v1/systemone, `predicate` on /v1/decisions: fields, renderings,
-schemas, warm-up).
+Owns: the noul prompt lines, its answer (its payload: P(true)), the floor (its calibration
+setting noul_floor) and its adapters (`noul` on /v1/systemone, `predicate` on /v1/decisions:
+fields, renderings, schemas, warm-up). It is the registry's YES_NO kind (the two-way probe, a
+box's `present` read).
 """
 from __future__ import annotations
 
-from ..decision_model import NOUL, Answer, Option
+from ..decision_model import Answer, Option
 from .adapters import Decisions, SystemOne
-from .base import Kind, Listing, best
+from .base import YES_NO, Kind, Listing, OwnLabels, Tuning, best, finite
 from .schema_parts import NAME, PROBABILITY, TEXT_OR_NULL, const, obj
 
 SIDES = ("true", "false")
@@ -17,6 +18,7 @@ SIDES = ("true", "false")
 class OnSystemOne(SystemOne):
     type = "noul"
     warmup_short = ("refund", {"type": "noul", "criteria": {"true": "asks for a refund"}})
+    warmup_image = ("red", {"type": "noul", "instructions": "Is [image 1] red?"})
 
     def options(self, criteria, loc, check, max_options, instructions=None):
         if criteria is None:
@@ -37,13 +39,13 @@ class OnSystemOne(SystemOne):
         return options
 
     def answer(self, q, a, legend):
-        return {"type": NOUL, "noul": a.payload}
+        return {"type": self.type, "noul": a.payload}
 
     def warmup_body(self, state, image_url=""):
         return {"state": state, "questions": {"refund": {
             "type": "noul", "instructions": "Is the customer asking for money back?"}}}
 
-    def question_schema(self, max_options):
+    def question_schema(self):
         return obj({"type": const("noul"), "instructions": TEXT_OR_NULL,
                     "criteria": {"type": ["object", "null"], "additionalProperties": False,
                                  "properties": {"true": TEXT_OR_NULL, "false": TEXT_OR_NULL}}},
@@ -68,14 +70,18 @@ class OnDecisions(Decisions):
                    ["type", "name", "probability"], extra="x_")
 
 
-class Noul(Kind):
-    name = NOUL
-    systemone, decisions = OnSystemOne(), OnDecisions()
-    label_key, labels_needed = "noul_labels", "2"
-    prior, rereads = True, False  # a yes/no is never read again
+def _floor_ok(floor) -> bool:
+    return finite(floor) and (floor == 0 or 0.5 < floor < 1)
 
-    def labels_ok(self, labels) -> bool:
-        return len(labels) == 2
+
+class Noul(Kind):
+    name = "noul"
+    systemone, decisions = OnSystemOne(), OnDecisions()
+    own_labels, options_are = OwnLabels(2, 2, prior=True), YES_NO
+    rereads = False  # a yes/no is never read again
+    # the floor: 0 (off), or in (0.5, 1): the chosen side is reported at no less than it
+    calibration = {"noul_floor": Tuning(0.0, _floor_ok,
+                                        "noul_floor must be 0 (off) or in (0.5, 1)")}
 
     def listings(self, q, labels, opts):
         pairs = labels.noul

@@ -3,8 +3,9 @@ token log-probs.
 
 Owns: the number question on /v1/systemone (its adapter: instructions only, no criteria; its
 rendering and schemas), its prompt lines, its plan (one generation, constrained by a regular
-expression for a plain decimal; no read), its limits and settings, its structured-outputs probe,
-reading the generated text into a value, its confidence, its answer (its payload: Written).
+expression for a plain decimal; no read), its limits and settings, its calibration setting
+(number_confidence), its structured-outputs probe, reading the generated text into a value, its
+confidence, its answer (its payload: Written).
 Never: calls vLLM (backend/generation.py does) or decides when a question thinks first.
 /v1/decisions has no numeric question (the OpenAI Decisions contract lists predicate, choice
 and score): the kind has no Decisions adapter, and that API says so (400).
@@ -15,10 +16,11 @@ import math
 import re
 from typing import NamedTuple
 
-from ..decision_model import NUMBER, Answer, Question
+from ..decision_model import Answer, Question
+from . import registry
 from .adapters import SystemOne
-from .base import (Generation, Kind, Limit, Listing, Plan, Probe, generation_refusal,
-                   logistic)
+from .base import (YES_NO, Generation, Kind, Limit, Listing, Plan, Probe, Tuning, finite,
+                   generation_refusal, logistic)
 from .schema_parts import PROBABILITY, TEXT, const, obj
 
 # A plain decimal: an optional minus, an integer of at most 12 digits without leading zeros, an
@@ -29,6 +31,7 @@ PATTERN = r"-?(0|[1-9][0-9]{0,11})(\.[0-9]{1,6})?"
 WHOLE = re.compile(PATTERN)
 MAX_DIGITS = 40  # a value read from more digits is not a float worth reporting
 PROBE_PROMPT = "How many items are in the order? Answer with a number.\n"
+NAME = "number"
 
 
 class Written(NamedTuple):
@@ -48,17 +51,18 @@ class OnSystemOne(SystemOne):
         return []
 
     def answer(self, q, a, legend):
-        return {"type": NUMBER, "number": a.payload.value, "text": a.payload.text,
+        return {"type": self.type, "number": a.payload.value, "text": a.payload.text,
                 "confidence": a.confidence}
 
     def warmup_body(self, state, image_url=""):
         """Its grammar compiled before ready (a thought is a plain generation: nothing to
         compile, not warmed)."""
+        yes_no = registry.shaped(YES_NO).systemone.type  # a read beside it
         return {"state": state, "questions": {
             "order": {"type": "number", "instructions": "What is the order number?"},
-            "refund": {"type": "noul", "instructions": "Is a refund asked for?"}}}
+            "refund": {"type": yes_no, "instructions": "Is a refund asked for?"}}}
 
-    def question_schema(self, max_options):
+    def question_schema(self):
         return obj({"type": const("number"), "instructions": TEXT}, ["type", "instructions"],
                    description="a number read from the state, with the text it was read from "
                                "(a server without the number kind answers 422)")
@@ -69,8 +73,13 @@ class OnSystemOne(SystemOne):
                    ["type", "number", "text", "confidence"], extra="x_")
 
 
+def _fit_ok(fit) -> bool:
+    return fit is None or (isinstance(fit, dict) and set(fit) == {"a", "b"}
+                           and all(finite(v) and abs(v) <= 1e3 for v in fit.values()))
+
+
 class NumberKind(Kind):
-    name, systemone = NUMBER, OnSystemOne()
+    name, systemone = NAME, OnSystemOne()
     reads, rereads = False, False  # a generation, not label reads; never read again
     thinks = "on"  # with reasoning on, it writes its thought first and its number after it
     settings = {
@@ -80,6 +89,9 @@ class NumberKind(Kind):
         "number_max_tokens": (int, 24, "ONEPASS_NUMBER_MAX_TOKENS",
                               "generation tokens per number answer (a number cut by it is null)"),
     }
+    calibration = {"number_confidence": Tuning(None, _fit_ok, "number_confidence needs numbers "
+                                               "a and b within ±1000, or null")}
+    # {a, b}: confidence = sigmoid(a * mean log-prob + b) of its tokens; None: exp(mean), unfitted
 
     def plan(self, q, job):
         return Plan(generation=Generation(q, constraint(), job.settings.number_max_tokens))
@@ -90,10 +102,10 @@ class NumberKind(Kind):
 
     def limit(self, settings, facts):
         return Limit(settings.max_number_questions,
-                     generation_refusal("number", facts.structured))
+                     generation_refusal(self.name, facts.structured))
 
-    def labels_ok(self, labels) -> bool:
-        return True  # no labels: the answer is generated
+    def limits_text(self, settings):
+        return f"{settings.max_number_questions} number questions"
 
     def listings(self, q: Question, labels, opts):
         """The generation's prompt: the question and the reply line, no labels."""
@@ -152,7 +164,7 @@ def answer(text: str, tokens, cut: bool, fit: dict | None) -> Answer:
     the text as written, the confidence of its tokens."""
     number = None if cut else value(text)
     conf = confidence(answer_tokens(text, tokens), fit) if number is not None else 0.0
-    return Answer(NUMBER, (), conf, 0, Written(number, text))
+    return Answer(NAME, (), conf, 0, Written(number, text))
 
 
 KIND = NumberKind()

@@ -1,9 +1,10 @@
 """The JSON Schema pieces a kind states its questions and answers with, on either API.
 
 Owns: obj() (an object schema, closed, open, or open to x_ extensions), const() (a `type`'s
-value) and the shared value shapes (text, probability, count). Each kind's adapters
-(adapters.py) build their schemas from these; openapi/ asks the registry for them and builds
-the document's routes, errors and the rest from the same pieces.
+value) and the shared value shapes (text, probability, count, any number). Each kind's
+adapters (adapters.py) build their schemas from these; openapi/ asks the registry for them and
+builds the document's routes, errors and the rest from the same pieces (a JSON Schema's
+"number" is spelt as a kind is named: outside kinds/ it is taken from here, REAL).
 Never: validates a request (the adapters' checks do) or knows a kind's fields.
 """
 from __future__ import annotations
@@ -12,6 +13,7 @@ TEXT = {"type": ["string", "object", "array"],
         "description": "text, or any JSON object or array (the model reads it as compact JSON)"}
 TEXT_OR_NULL = {"type": ["string", "object", "array", "null"]}
 PROBABILITY = {"type": "number", "minimum": 0, "maximum": 1}
+REAL = {"type": "number"}  # any JSON number (JSON Schema's word; not the number kind)
 COUNT = {"type": "integer", "minimum": 0}
 NAME = {"type": ["string", "null"]}  # a /v1/decisions answer's `name`, as the question had it
 EXTENSIONS = {"^x_": {}}  # the contract allows extra fields only with the x_ prefix

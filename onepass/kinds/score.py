@@ -2,15 +2,15 @@
 
 Owns: the score prompt lines (levels lowest first), its answer (its payload: the expected level)
 and confidence, and its adapters (a legend echoing the levels as sent on /v1/systemone,
-labelled levels on /v1/decisions).
+labelled levels on /v1/decisions). It is the registry's LEVELS kind (a box's edge reads).
 """
 from __future__ import annotations
 
 import math
 
-from ..decision_model import SCORE, Answer, Option
+from ..decision_model import Answer, Option
 from .adapters import Decisions, SystemOne, described, entries, is_criteria, unknown_fields
-from .base import MAX_LEVELS, MIN_LEVELS, Kind, Listing, best, listed_lines
+from .base import LEVELS, MAX_LEVELS, MIN_LEVELS, Kind, Listing, OwnLabels, best, listed_lines
 from .schema_parts import COUNT, NAME, PROBABILITY, TEXT, TEXT_OR_NULL, const, obj
 
 
@@ -47,7 +47,7 @@ class OnSystemOne(SystemOne):
         return raw.get("criteria")  # echoed unchanged
 
     def answer(self, q, a, legend):
-        return {"type": SCORE, "score": a.payload,
+        return {"type": self.type, "score": a.payload,
                 "legend": {str(j): lvl for j, lvl in enumerate(legend)},
                 "probabilities": {str(j): p for j, p in enumerate(a.probabilities)},
                 "confidence": a.confidence}
@@ -57,7 +57,7 @@ class OnSystemOne(SystemOne):
             "type": "score", "instructions": "How angry is the customer?",
             "criteria": ["Calm", "Annoyed", "Furious"]}}}
 
-    def question_schema(self, max_options):
+    def question_schema(self):
         return obj({"type": const("score"), "instructions": TEXT_OR_NULL,
                     "criteria": {"type": "array", "minItems": MIN_LEVELS,
                                  "maxItems": MAX_LEVELS, "items": TEXT,
@@ -99,7 +99,7 @@ class OnDecisions(Decisions):
                 "probabilities": [{"value": j, "label": label, "probability": p}
                                   for j, (label, p) in enumerate(zip(values, a.probabilities))]}
 
-    def question_schema(self, common, max_options):
+    def question_schema(self, common):
         level = obj({"label": {"type": "string"}, "description": {"type": ["string", "null"]}},
                     ["label"])
         return obj({"type": const("score"), **common, "levels": {
@@ -115,12 +115,9 @@ class OnDecisions(Decisions):
 
 
 class Score(Kind):
-    name = SCORE
+    name = "score"
     systemone, decisions = OnSystemOne(), OnDecisions()
-    label_key, labels_needed = "score_labels", "10"
-
-    def labels_ok(self, labels) -> bool:
-        return len(labels) >= MAX_LEVELS
+    own_labels, options_are = OwnLabels(MAX_LEVELS), LEVELS  # a label for each level there is
 
     def listings(self, q, labels, opts):
         """Levels lowest first; with both_directions also highest first, as a second read.
@@ -140,6 +137,9 @@ class Score(Kind):
     def answer(self, probs, question):
         expected = math.fsum(i * p for i, p in enumerate(probs))
         return Answer(self.name, tuple(probs), confidence(probs), best(probs), expected)
+
+    def limits_text(self, settings):
+        return f"{MIN_LEVELS} to {MAX_LEVELS} levels per score"
 
 
 KIND = Score()

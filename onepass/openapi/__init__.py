@@ -2,13 +2,13 @@
 and this server's limits.
 
 Owns: the paths, their status codes and which error shape each route answers with, the security
-scheme, and the limits the document states (from Settings, so it says what this server does).
+scheme, and the limits the document states (from Settings, so it says what this server does;
+each kind states its own: kinds.stated_limits).
 Never: checks requests against it (the adapters do) or changes a route's behaviour.
 """
 from __future__ import annotations
 
-from .. import tryit
-from ..api.checks import MAX_OPTIONS
+from .. import kinds, tryit
 from . import schemas as s
 
 JSON = "application/json"
@@ -41,7 +41,7 @@ DECISION_ERRORS = {
 }
 
 
-def answer(description: str, schema: dict | None, media: str = JSON, headers=None) -> dict:
+def response(description: str, schema: dict | None, media: str = JSON, headers=None) -> dict:
     out = {"description": description, "headers": {**REQUEST_ID, **(headers or {})}}
     if schema is not None:
         out["content"] = {media: {"schema": schema}}
@@ -49,19 +49,19 @@ def answer(description: str, schema: dict | None, media: str = JSON, headers=Non
 
 
 def auth_errors(shape: dict) -> dict:
-    return {"401": answer("a missing or wrong API key", shape, headers=CHALLENGE),
-            "403": answer(NOT_LOCAL, shape)}
+    return {"401": response("a missing or wrong API key", shape, headers=CHALLENGE),
+            "403": response(NOT_LOCAL, shape)}
 
 
 def decision_route(operation_id: str, summary: str, request: dict, reply: dict,
                    validation: dict, error: dict, drop: tuple = ()) -> dict:
-    responses = {"200": answer("the answers", reply)}
+    responses = {"200": response("the answers", reply)}
     for status, when in DECISION_ERRORS.items():
         if status in drop:
             continue
         shape = validation if status == "422" else error
         extra = RETRY if status in ("503", "529") else CHALLENGE if status == "401" else None
-        responses[status] = answer(when, shape, headers=extra)
+        responses[status] = response(when, shape, headers=extra)
     return {"post": {"summary": summary, "operationId": operation_id,
                      "requestBody": {"required": True, "content": {JSON: {"schema": request}}},
                      "responses": responses}}
@@ -69,15 +69,16 @@ def decision_route(operation_id: str, summary: str, request: dict, reply: dict,
 
 def document(settings) -> dict:
     """The document for this server's settings (limits as configured)."""
-    nq, no = settings.max_questions, MAX_OPTIONS
+    nq = settings.max_questions
     systemone = decision_route(
         "systemone", "decisions in TypeSafe's System One contract",
-        s.systemone_request(nq, no), s.systemone_response(), s.VALIDATION, s.DETAIL)
+        s.systemone_request(nq), s.systemone_response(), s.VALIDATION, s.DETAIL)
     # /v1/decisions renders validation as 400 in OpenAI's envelope
     decisions = decision_route(
         "decisions", "decisions in OpenAI's Decisions contract",
-        s.decisions_request(nq, no), s.decisions_response(), s.OPENAI_ERROR, s.OPENAI_ERROR,
+        s.decisions_request(nq), s.decisions_response(), s.OPENAI_ERROR, s.OPENAI_ERROR,
         drop=("422",))
+    each = "".join(f"{said}, " for said in kinds.stated_limits(settings))
     get = {
         "/health": {"get": {
             "summary": "readiness: 200 once warm-up has answered every question type",
@@ -85,21 +86,21 @@ def document(settings) -> dict:
             "parameters": [{"name": "live", "in": "query", "required": False,
                             "schema": {"type": "string"},
                             "description": "1: liveness (200 as soon as the shim is up)"}],
-            "responses": {"200": answer("ready (or live)", s.HEALTH),
-                          "503": answer("warming, failed or draining", s.HEALTH)}}},
+            "responses": {"200": response("ready (or live)", s.HEALTH),
+                          "503": response("warming, failed or draining", s.HEALTH)}}},
         "/v1/models": {"get": {
             "summary": "the concrete model name and its aliases", "operationId": "models",
-            "responses": {"200": answer("the models", s.MODELS), **auth_errors(s.DETAIL),
-                          "503": answer("draining after SIGTERM", s.DETAIL, headers=RETRY)}}},
+            "responses": {"200": response("the models", s.MODELS), **auth_errors(s.DETAIL),
+                          "503": response("draining after SIGTERM", s.DETAIL, headers=RETRY)}}},
         "/metrics": {"get": {
             "summary": "Prometheus metrics, text exposition format 0.0.4 (docs/metrics.md)",
             "operationId": "metrics",
-            "responses": {"200": answer("the metrics", {"type": "string"},
+            "responses": {"200": response("the metrics", {"type": "string"},
                                         "text/plain; version=0.0.4; charset=utf-8"),
                           **auth_errors(s.DETAIL)}}},
         "/openapi.json": {"get": {
             "summary": "this document", "operationId": "openapi",
-            "responses": {"200": answer("the OpenAPI document", {"type": "object"}),
+            "responses": {"200": response("the OpenAPI document", {"type": "object"}),
                           **auth_errors(s.DETAIL)}}},
         **try_page(),
     }
@@ -115,12 +116,10 @@ def document(settings) -> dict:
         "info": {"title": "onepass", "version": "1",
                  "description": "Typed decisions from one forward pass on vLLM: TypeSafe's System "
                  f"One and OpenAI's Decisions APIs. Limits: {nq} questions per request, "
-                 f"{settings.max_reads} calls of the model (every step counted), 2 to {no} options "
-                 "per choice, 2 to "
-                 f"10 levels per score, {settings.max_body_bytes} bytes per body "
+                 f"{settings.max_reads} calls of the model (every step counted), {each}"
+                 f"{settings.max_body_bytes} bytes per body "
                  f"({settings.max_decoded_bytes} decoded; a vision profile's images beside), "
-                 f"{settings.max_json_values} JSON values, {settings.max_box_questions} box "
-                 "questions (docs/http-edge.md#limits)."},
+                 f"{settings.max_json_values} JSON values (docs/http-edge.md#limits)."},
         "servers": [{"url": "/"}],
         "security": [{"bearer": []}, {}],  # {}: the key is required only when one is set
         "components": {"securitySchemes": {"bearer": {
@@ -135,8 +134,8 @@ def document(settings) -> dict:
 
 def try_page() -> dict:
     """The try-it page's routes (docs/try-page.md): public, 404 when the page is off."""
-    off = {"403": answer(NOT_LOCAL, s.DETAIL),
-           "404": answer("the try-it page is off on this server (--try-page off)", s.DETAIL)}
+    off = {"403": response(NOT_LOCAL, s.DETAIL),
+           "404": response("the try-it page is off on this server (--try-page off)", s.DETAIL)}
     files = {"/": ("the try-it page", "try_root", "text/html"),
              "/try": ("the try-it page", "try_page", "text/html"),
              "/try/app.js": ("the try-it page's script", "try_script", "text/javascript"),
@@ -145,14 +144,14 @@ def try_page() -> dict:
                 for name in tryit.MODULES if name != "app.js"},
              "/try/style.css": ("the try-it page's style sheet", "try_style", "text/css")}
     routes = {path: {"get": {"summary": summary, "operationId": op, "security": [],
-                             "responses": {"200": answer(summary, {"type": "string"}, ctype),
+                             "responses": {"200": response(summary, {"type": "string"}, ctype),
                                            **off}}}
               for path, (summary, op, ctype) in files.items()}
     routes["/try/info"] = {"get": {
         "summary": "what the try-it page offers here: whether a key is needed; with the key (or "
         "auth off) the served question types, vision, attention modes and limits",
         "operationId": "try_info", "security": [{"bearer": []}, {}],
-        "responses": {"200": answer("the page's info", {"type": "object"}), **off}}}
+        "responses": {"200": response("the page's info", {"type": "object"}), **off}}}
     return routes
 
 

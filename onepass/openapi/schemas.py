@@ -10,7 +10,7 @@ Never: validates a request itself (api/ does) or serves anything (openapi/__init
 from __future__ import annotations
 
 from .. import kinds
-from ..kinds.schema_parts import COUNT, NAME, TEXT, const, obj
+from ..kinds.schema_parts import COUNT, NAME, REAL, TEXT, const, obj
 
 MODES = ["causal", "one-way", "bidirectional", "two-way"]
 # what both APIs take beside their own fields (api/checks.py); kwargs of another type is ignored
@@ -22,11 +22,11 @@ OPTIONS = {"attention_mode": {"enum": MODES},
 
 
 # -- /v1/systemone ------------------------------------------------------------------------------
-def systemone_question(max_options: int) -> dict:
-    return {"anyOf": [k.systemone.question_schema(max_options) for k in kinds.KINDS.values()]}
+def systemone_question() -> dict:
+    return {"anyOf": [k.systemone.question_schema() for k in kinds.KINDS.values()]}
 
 
-def systemone_request(max_questions: int, max_options: int) -> dict:
+def systemone_request(max_questions: int) -> dict:
     asset = {"type": "object", "required": ["type"], "additionalProperties": False,
              "properties": {"type": const("image"), "part": {"type": "string"},
                             "format": {"enum": ["png", "jpg", "jpeg"]},
@@ -38,7 +38,7 @@ def systemone_request(max_questions: int, max_options: int) -> dict:
         "state": TEXT,
         "questions": {"type": "object", "minProperties": 1, "maxProperties": max_questions,
                       "propertyNames": {"minLength": 1},
-                      "additionalProperties": systemone_question(max_options),
+                      "additionalProperties": systemone_question(),
                       "description": "question id -> question; answers come back under the ids"},
         "images": {"type": "array", "items": {"type": ["string", "object"]},
                    "description": "data URLs, base64 or https links (vision profiles)"},
@@ -56,7 +56,7 @@ def systemone_answer() -> dict:
 def effort_used() -> dict:
     return {"type": "object", "description": "what was done beyond one plain read per question",
             "properties": {
-                "reread": obj({"below": {"type": "number"}, "first_weight": {"type": "number"},
+                "reread": obj({"below": REAL, "first_weight": REAL,
                                "questions": COUNT}, extra=True),
                 "options_listed": {"type": "array", "description": "questions asked with "
                                    "option_sets whose options did not fit in one engine step: "
@@ -100,7 +100,7 @@ def content(*names: str) -> dict:
     return {"anyOf": [{"type": "string"}, parts(*names)]}
 
 
-def decisions_request(max_questions: int, max_options: int) -> dict:
+def decisions_request(max_questions: int) -> dict:
     everything = tuple(PART_FIELDS)
     message = obj({"type": const("message"),
                    "role": {"enum": ["user", "developer", "system", "assistant"]},
@@ -115,7 +115,7 @@ def decisions_request(max_questions: int, max_options: int) -> dict:
                  description="must follow a tool call with its call_id")
     common = {"name": NAME,
               "instructions": content("input_text", "input_image", "input_json")}
-    questions = [k.decisions.question_schema(common, max_options)
+    questions = [k.decisions.question_schema(common)
                  for k in kinds.KINDS.values() if k.decisions is not None]
     return obj({
         "model": {"type": "string", "examples": ["jev-latest"]},

@@ -20,7 +20,9 @@ from ..errors import OverBudget
 from ..prompt import fitting
 
 
-class Reader:
+class EngineCalls:
+    """The engine as the steps use it: every prompt fitted to the context before it is sent."""
+
     def __init__(self, profile, facts, engine):
         self.profile, self.facts, self.engine = profile, facts, engine
         self.labels = facts.labels

@@ -7,55 +7,59 @@ thoughts (so the reads batch and hit the prefix cache as they would alone, and e
 request answers the same), and folding the reads' answers and the generations back into the
 request's Outcome, in the request's order, through each kind's combine.
 Never: knows a kind (no kind is named here) or decides who thinks (think.py).
-In: the Split, the Outcome of the reads (and thoughts). Out: the request's Outcome.
+In: the record with the Outcome of the reads (and thoughts). Out: the record with the
+request's Outcome.
 """
 from __future__ import annotations
 
 from dataclasses import replace
 
 from .. import kinds
-from ..decision_model import CAUSAL, Decision, Outcome
-from .fit import Split
+from ..decision_model import CAUSAL, Outcome
+from .record import Record
 
 
-def step(s: Split, outcome: Outcome, starts: dict, spent, reader) -> Outcome:
-    """Every planned generation, then each question's answer; `starts`: the answer-turn start of
-    each question that thought; `spent`: what the thinking step did (None: nothing)."""
-    futures = start(s, reader, starts)
-    outcome = fold(s.asked, s, outcome, {i: f.result() for i, f in futures.items()}, s.job)
-    return replace(outcome, effort=replace(outcome.effort, reasoning=spent))
+def generate(r: Record) -> Record:
+    """The generate step: every planned generation, then each question's answer, in the
+    record's outcome (with what the thinking step did)."""
+    futures = start(r)
+    outcome = fold(r, {i: f.result() for i, f in futures.items()})
+    return replace(r, outcome=replace(outcome, effort=replace(outcome.effort,
+                                                              reasoning=r.spent)))
 
 
-def start(s: Split, reader, thoughts: dict) -> dict:
-    """{request index: future of its decision.Generated}: every planned generation
+def start(r: Record) -> dict:
+    """{request index: future of its decision_model.Generated}: every planned generation
     laid out (after its question's thought, if it thought), fitted within the context less its
     token cap, all sent at once. Causal always: a generation decodes."""
-    jobs = [(i, replace(p.generation.question, assistant=thoughts.get(i, "")),
+    calls = r.serving.calls
+    jobs = [(i, replace(p.generation.question, assistant=r.starts.get(i, "")),
              p.generation.structured, p.generation.max_tokens)
-            for i, p in enumerate(s.plans) if p.generation is not None]
+            for i, p in enumerate(r.plans) if p.generation is not None]
     futures = {}
     for cap in sorted({job[3] for job in jobs}):  # one fit per token cap
         same = [job for job in jobs if job[3] == cap]
-        asked = replace(s.reads, attention_mode=CAUSAL, questions=tuple(q for _, q, _, _ in same))
-        reads, _ = reader.fit(asked, cap)
+        asked = replace(r.reads, attention_mode=CAUSAL, questions=tuple(q for _, q, _, _ in same))
+        reads, _ = calls.fit(asked, cap)
         for (i, _, structured, _), read in zip(same, reads):
-            futures[i] = reader.generate(read, structured, cap)
+            futures[i] = calls.generate(read, structured, cap)
     return futures
 
 
-def fold(decision: Decision, s: Split, outcome: Outcome, generated: dict, job) -> Outcome:
+def fold(r: Record, generated: dict) -> Outcome:
     """The request's Outcome: each question's answer from its kind's combine (its reads'
     answers in plan order, its generation or None); the generations' prompt and output tokens
     added to the reads' counts; fitted-state reports of first reads only."""
+    outcome = r.outcome
     answers, extra_in, extra_out = [], 0, 0
-    for i, q in enumerate(decision.questions):
-        mine = ([outcome.answers[s.position[i]]] if s.position[i] is not None else []) + [
-            outcome.answers[j] for j in s.parts[i]]
+    for i, q in enumerate(r.decision.questions):
+        mine = ([outcome.answers[r.position[i]]] if r.position[i] is not None else []) + [
+            outcome.answers[j] for j in r.parts[i]]
         made = generated.get(i)
         if made is not None:
             extra_in, extra_out = extra_in + made.prompt_tokens, extra_out + len(made.tokens)
-        answers.append(kinds.get(q.kind).combine(q, mine, made, job))
-    request_of = {p: i for i, p in enumerate(s.position) if p is not None}
+        answers.append(kinds.get(q.kind).combine(q, mine, made, r.job))
+    request_of = {p: i for i, p in enumerate(r.position) if p is not None}
     selections = tuple(replace(sel, question=request_of[sel.question])
                        for sel in outcome.effort.selections if sel.question in request_of)
     return replace(outcome, answers=tuple(answers),

@@ -85,7 +85,7 @@ def question_probabilities(question: Question, pairs, calibration: Calibration,
     return kinds.get(question.kind).calibrate(probs, calibration)
 
 
-def answer(question: Question, probs: list[float]) -> Answer:
+def summary(question: Question, probs: list[float]) -> Answer:
     """The kind's summary of its probabilities (choice, score, confidence)."""
     return kinds.get(question.kind).answer(probs, question)
 
@@ -105,10 +105,10 @@ def probabilities(page: Page, reads: list[Read], results: list[ReadResult],
             for q, pairs in zip(page.questions, grouped)]
 
 
-def first(s):
-    """The readout step: a fit.Split's reads made option probabilities, per read question."""
-    return replace(s, probs=tuple(probabilities(s.reads, s.fitted, s.results, s.asked.calibration,
-                                                s.reads.layout.shrink)))
+def readout(r):
+    """The readout step: the record's reads made option probabilities, per read question."""
+    return replace(r, probs=tuple(probabilities(r.reads, r.fitted, r.results,
+                                                r.decision.calibration, r.reads.layout.shrink)))
 
 
 def outcome(page: Page, probs: list[list[float]], results: list[ReadResult],
@@ -116,7 +116,7 @@ def outcome(page: Page, probs: list[list[float]], results: list[ReadResult],
             selections: tuple = ()) -> Outcome:
     """The answers and the counts. Input tokens count the whole input: a read whose state was
     cut to fit counts the uncut prompt's tokens."""
-    answers = tuple(answer(q, p) for q, p in zip(page.questions, probs))
+    answers = tuple(summary(q, p) for q, p in zip(page.questions, probs))
     whole = [r.whole_tokens for r in reads] or [0] * len(results)
     sets = {r.question for r in reads if r.spans}
     listed = tuple(i for i, q in enumerate(page.questions) if reads and i not in sets

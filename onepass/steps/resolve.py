@@ -6,7 +6,8 @@ kwargs.calibration over the profile's (422 for a bad value, 400 for option sets 
 plugin), the attention mode (400 for two-way without the plugin) and kwargs.reasoning (the
 profile's default mode otherwise).
 Never: reads images (images/), lays out prompts (prompt/) or calls vLLM.
-In: a Request (api/), the profile, the engine facts. Out: a Decision.
+In: the record with its Request (api/); the profile and the engine facts.
+Out: the record with its Decision.
 """
 from __future__ import annotations
 
@@ -17,8 +18,14 @@ from ..decision_model import TWO_WAY, Decision
 from ..errors import BadRequest, InvalidRequest, ModelNotFound, Problem
 from ..profile import ConfigError, check_calibration, check_layout
 from ..reasoning import Ask
+from .record import Record
 
 MAX_SAID = 400  # characters of a refused override's message (it quotes the values sent)
+
+
+def resolve(r: Record) -> Record:
+    """The resolve step: the record's Decision."""
+    return replace(r, decision=decision(r.request, r.serving.profile, r.serving.facts))
 
 
 def decision(request, profile, facts) -> Decision:

@@ -5,8 +5,8 @@ Owns: laying out the thought prompts (each question's own prompt, its answer tur
 thought), sending them at once (they share the request's cached head), the re-read after the
 thoughts, the 0.5/0.5 blend, and the counts (prompt, output and reasoning tokens).
 Never: decides the gate or the cap (reasoning.py), renders (the adapters), or logs a thought.
-In: the request's fit.Split and the first reads' Outcome.
-Out: the Outcome with the blended answers, {request index: answer-turn start} for the questions
+In: the record with the first reads' Outcome.
+Out: the record with the blended answers, {request index: answer-turn start} for the questions
 that thought (number questions use it for their generation) and what the step did.
 """
 from __future__ import annotations
@@ -18,6 +18,7 @@ from .. import kinds, reasoning
 from . import reread
 from ..decision_model import CAUSAL, Outcome
 from ..prompt.neutral import neutral
+from .record import Record
 
 
 @dataclass(frozen=True)
@@ -37,63 +38,65 @@ class Spent:
     trace: bool = False
 
 
-def step(s, outcome: Outcome, reader):
-    """(Outcome, {request index: answer-turn start}, Spent); the Outcome as it was, no starts
-    and None when the request does not reason."""
-    decision = s.asked
-    ask, settings = decision.reasoning, reader.profile.reasoning
+def think(r: Record) -> Record:
+    """The think step: the record with the blended outcome, the answer-turn start of each
+    question that thought and what the step did (spent None: the request does not reason)."""
+    decision, calls, outcome = r.decision, r.serving.calls, r.outcome
+    ask, settings = decision.reasoning, calls.profile.reasoning
     if ask is None or ask.mode == "off":
-        return outcome, {}, None
+        return r
     tops = []
     for i, q in enumerate(decision.questions):
-        kind, p = kinds.get(q.kind), s.position[i]
+        kind, p = kinds.get(q.kind), r.position[i]
         tops.append((kind.thinks, max(outcome.answers[p].probabilities)
                      if p is not None and kind.reads else None))
     who = reasoning.thinkers(ask.mode, tops, settings.tau)
     if not who:
-        return outcome, {}, Spent(ask.mode, trace=ask.trace)
+        return replace(r, spent=Spent(ask.mode, trace=ask.trace))
     cap = reasoning.token_cap(settings, outcome.num_input_tokens, len(decision.images),
                               len(decision.questions), len(who))
     deadline = time.monotonic() + ask.budget_ms / 1000 if ask.budget_ms else None
-    opened = replace(s.reads, attention_mode=CAUSAL, questions=tuple(
+    opened = replace(r.reads, attention_mode=CAUSAL, questions=tuple(
         replace(decision.questions[i], assistant=settings.open) for i in who))
-    reads, _ = reader.fit(opened, cap)
+    reads, _ = calls.fit(opened, cap)
     firsts = {}
     for read in reads:  # a question read in several listings thinks once, over the first
         firsts.setdefault(read.question, read)
-    futures = [reader.generate(firsts[j], None, cap, settings.stop, deadline)
+    futures = [calls.generate(firsts[j], None, cap, settings.stop, deadline)
                for j in range(len(who))]
     written = [f.result() for f in futures]
     thoughts = tuple(Thought(i, w.text, len(w.tokens), w.cut) for i, w in zip(who, written))
     # a thought is the model's text about the client's: it is read again as text, whatever
     # markers the client led it to write
-    starts = {t.question: reasoning.block(settings, neutral(t.text, reader.profile))
+    starts = {t.question: reasoning.block(settings, neutral(t.text, calls.profile))
               for t in thoughts}
     spent_in = sum(w.prompt_tokens for w in written)
     spent_out = sum(len(w.tokens) for w in written)
-    outcome = _read_again(reader, s, outcome, starts)
-    return (replace(outcome, num_input_tokens=outcome.num_input_tokens + spent_in,
-                    output_tokens=outcome.output_tokens + spent_out,
-                    reasoning_tokens=outcome.reasoning_tokens + spent_out),
-            starts, Spent(ask.mode, cap, thoughts, ask.trace))
+    outcome = _read_again(r, starts)
+    return replace(r, outcome=replace(
+        outcome, num_input_tokens=outcome.num_input_tokens + spent_in,
+        output_tokens=outcome.output_tokens + spent_out,
+        reasoning_tokens=outcome.reasoning_tokens + spent_out),
+        starts=starts, spent=Spent(ask.mode, cap, thoughts, ask.trace))
 
 
-def _read_again(reader, s, outcome: Outcome, starts: dict) -> Outcome:
+def _read_again(r: Record, starts: dict) -> Outcome:
     """The questions that thought and are answered by their read, read again with their
     thought; each answer becomes 0.5 x the first + 0.5 x the one after the thought."""
-    again = [i for i in sorted(starts) if kinds.get(s.asked.questions[i].kind).reads]
+    outcome = r.outcome
+    again = [i for i in sorted(starts) if kinds.get(r.decision.questions[i].kind).reads]
     if not again:
         return outcome
-    asked = replace(s.reads, questions=tuple(
-        replace(s.reads.questions[s.position[i]], assistant=starts[i]) for i in again))
-    second = reread.answer(reader, asked, s.asked.calibration,
-                           fixed=frozenset(range(len(again))))
+    asked = replace(r.reads, questions=tuple(
+        replace(r.reads.questions[r.position[i]], assistant=starts[i]) for i in again))
+    second = reread.read_page(r.serving.calls, asked, r.decision.calibration,
+                              fixed=frozenset(range(len(again))))
     answers = list(outcome.answers)
     for j, i in enumerate(again):
-        p = s.position[i]
+        p = r.position[i]
         first = answers[p]
         probs = reasoning.blend(first.probabilities, second.answers[j].probabilities)
-        answers[p] = kinds.get(first.kind).answer(probs, s.reads.questions[p])
+        answers[p] = kinds.get(first.kind).answer(probs, r.reads.questions[p])
     return replace(outcome, answers=tuple(answers),
                    num_input_tokens=outcome.num_input_tokens + second.num_input_tokens,
                    num_cached_tokens=outcome.num_cached_tokens + second.num_cached_tokens)

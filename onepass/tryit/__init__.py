@@ -3,7 +3,8 @@ imports /try/page.js, /try/form.js, /try/request.js and /try/answers.js), /try/s
 /try/info (what this server serves, for the page's form), all from files shipped in this folder.
 
 Owns: the page's files and their headers (a strict Content-Security-Policy: no inline code, no
-request leaves this origin), and the info document the page builds its form from.
+request leaves this origin), and the info document the page builds its form from (the served
+question types and the raw read's calibration, both from the kinds' registry).
 Never: answers a decision (the page posts to /v1/systemone like any client), reads a key or
 keeps one (the page holds it in the tab's memory only), or fetches anything from outside.
 In: a path; for /try/info, what the service knows (phase, kinds, limits) and whether the caller
@@ -40,33 +41,44 @@ HEADERS = {"Content-Security-Policy": CSP, "X-Content-Type-Options": "nosniff",
 
 
 @lru_cache(maxsize=None)
-def _read(name: str) -> bytes:
+def _asset(name: str) -> bytes:
     return (HERE / name).read_bytes()
 
 
 def asset(path: str) -> tuple[str, bytes]:
     """(content type, bytes) of one of the page's files."""
     name, content_type = FILES[path]
-    return content_type, _read(name)
+    return content_type, _asset(name)
 
 
 def examples() -> dict:
     """The bodies one click away: the README's example, and one with an image question for a
     vision profile (its picture is drawn by the page)."""
-    return json.loads(_read("examples.json"))
+    return json.loads(_asset("examples.json"))
+
+
+def raw_calibration() -> dict:
+    """The page's raw read's kwargs.calibration: the calibration off, as the registered kinds
+    have it (temperature 1 for each reading kind, no label prior, no re-read, each kind's own
+    calibration settings at their defaults: no floor, no fit)."""
+    return {"temperature": {k.name: 1 for k in kinds.reading()}, "reread_below": 0,
+            "label_prior": {},
+            **{name: t.default for name, t in kinds.calibration_settings().items()}}
 
 
 def info(phase: str, auth: bool, authorized: bool, served: dict | None, vision: bool,
          attention_modes: list, limits: dict) -> dict:
-    """What the page builds its form from. The server's details (kinds, vision, modes, limits)
-    go only to a caller with the key, as /health's do; anyone learns whether a key is needed."""
+    """What the page builds its form from. The server's details (kinds, vision, modes, limits,
+    the raw read's calibration) go only to a caller with the key, as /health's do; anyone
+    learns whether a key is needed."""
     doc = {"phase": phase, "auth": auth, "authorized": authorized, "examples": examples()}
     if authorized:
-        doc.update(kinds=served, vision=vision, attention_modes=attention_modes, limits=limits)
+        doc.update(kinds=served, vision=vision, attention_modes=attention_modes, limits=limits,
+                   raw_calibration=raw_calibration())
     return doc
 
 
-def answer(service, path: str, authorized: bool) -> tuple[bytes, str]:
+def serve(service, path: str, authorized: bool) -> tuple[bytes, str]:
     """(bytes, content type) of the page's files, or of /try/info: what the page's form offers
     on `service` (the running server.Service); sent with HEADERS."""
     settings, profile = service.settings, service.profile

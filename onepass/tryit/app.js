@@ -6,7 +6,7 @@
 // request.js (the body and the call), answers.js (the answers drawn).
 import {$, clearErrors, showAt, showErrors, state, status} from "./page.js";
 import {addQuestion, loadExample, loadInfo, readImage, setImage} from "./form.js";
-import {Local, RAW, body, post, preview} from "./request.js";
+import {Local, body, post, preview} from "./request.js";
 import {show} from "./answers.js";
 
 async function send(event) {
@@ -19,8 +19,9 @@ async function send(event) {
     const first = await post(doc);
     if (first.status !== 200) return void showErrors(first);
     let raw = null;
-    if ($("raw").checked) {
-      const second = await post({...doc, kwargs: {...(doc.kwargs || {}), calibration: RAW}});
+    if ($("raw").checked) {  // the calibration off, as /try/info says it for these kinds
+      const calibration = state.info.raw_calibration;
+      const second = await post({...doc, kwargs: {...(doc.kwargs || {}), calibration}});
       if (second.status !== 200) return void showErrors(second);
       raw = second;
     }

@@ -3,9 +3,6 @@
 import {$, auth, state} from "./page.js";
 
 export const PLACEHOLDER = "<image>";  // the asset's name; the image is read even where unnamed
-// the raw read: the profile's calibration off (no temperature, prior, floor or re-read)
-export const RAW = {temperature: {noul: 1, choice: 1, score: 1}, noul_floor: 0, reread_below: 0,
-                    label_prior: {}};
 
 export class Local extends Error {  // a problem found before sending, shown at its field
   constructor(field, message) { super(message); this.field = field; }

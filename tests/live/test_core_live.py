@@ -7,8 +7,8 @@
     HTTP edge, the toy kinds are in /openapi.json (their schemas), counted under their own
     type in /metrics, offered by the try-it page (/try/info, which its form is built from) and
     answered there in a browser;
-(2) a request runs the steps marked in onepass/ (`# step: <name>`) in the order onepass.STEPS
-    lists them (a line tracer records which marked lines run).
+(2) a request runs the functions of pipeline.STEPS in their order (a profiler records which
+    step functions are called).
 The toy kinds are removed from the registry after their test."""
 import json
 import sys
@@ -20,12 +20,14 @@ from tests.support.browser import Watched, chromium, drawn, open_page, send
 from tests.support.live_stack import config_doc
 from tests.support.paths import ROOT
 
-from onepass import STEPS, config, kinds
+from onepass import config, kinds
+from onepass.pipeline import NAMES, STEPS
 from onepass.api import systemone
 from onepass.decision_model import Answer, Option
 from onepass.edge.connections import Server
 from onepass.kinds.adapters import SystemOne
-from onepass.kinds.base import Generation, Kind, Limit, Listing, Plan, best, generation_refusal
+from onepass.kinds.base import (Generation, Kind, Limit, Listing, OwnLabels, Plan, best,
+                                generation_refusal)
 from onepass.kinds.schema_parts import PROBABILITY, TEXT_OR_NULL, const, obj
 from onepass.server import Service
 
@@ -36,7 +38,6 @@ class MoodOnSystemOne(SystemOne):
     """The mood kind on /v1/systemone: its type, fields, answer, schemas and warm-up."""
     type = "mood"
     keys = frozenset({"type", "instructions"})
-    warmup_short = ("mood", {"type": "mood"})
 
     def options(self, criteria, loc, check, max_options, instructions=None):
         return [Option(mood, None) for mood in MOODS]
@@ -48,7 +49,7 @@ class MoodOnSystemOne(SystemOne):
     def warmup_body(self, state, image_url=""):
         return {"state": state, "questions": {"mood": {"type": "mood"}}}
 
-    def question_schema(self, max_options):
+    def question_schema(self):
         return obj({"type": const("mood"), "instructions": TEXT_OR_NULL}, ["type"])
 
     def answer_schema(self):
@@ -60,10 +61,7 @@ class MoodOnSystemOne(SystemOne):
 class Mood(Kind):
     """A toy label-read kind: a fixed three-way mood, read from three labels of its own."""
     name, systemone = "mood", MoodOnSystemOne()
-    label_key, labels_needed = "mood_labels", "3"
-
-    def labels_ok(self, labels) -> bool:
-        return len(labels) == 3
+    own_labels = OwnLabels(3, 3)  # its profile key: mood_labels
 
     def listings(self, q, labels, opts):
         pairs = labels.mood
@@ -96,9 +94,6 @@ class Year(Kind):
     """A toy generated kind: a four-digit year under a regular expression, no label read."""
     name, systemone = "year", YearOnSystemOne()
     reads, rereads, thinks = False, False, None
-
-    def labels_ok(self, labels) -> bool:
-        return True
 
     def plan(self, q, job):
         return Plan(generation=Generation(q, {"regex": "(19|20)[0-9]{2}"}, 8))
@@ -249,21 +244,16 @@ def test_a_toy_kind_is_answered_on_the_try_page(edge):
             watched.close()
 
 def test_a_request_runs_the_steps_in_order(service):
-    """Every marked step runs, first in the order STEPS lists them (a thought re-reads, so
-    fit and reads run again later; only first runs are compared)."""
-    marks = {}
-    for path in (ROOT / "onepass").rglob("*.py"):
-        for n, line in enumerate(path.read_text().splitlines(), 1):
-            if "# step: " in line:
-                marks[(str(path), n)] = line.split("# step: ")[1].strip()
+    """Every step of pipeline.STEPS runs, first in STEPS' order (a thought re-reads, so some
+    helpers run again later; only first runs are compared), each on a real vLLM."""
+    names = {step.__code__: step.__name__ for step in STEPS}
     ran = []
 
     def trace(frame, event, arg):
-        if event == "line":
-            step = marks.get((frame.f_code.co_filename, frame.f_lineno))
+        if event == "call":
+            step = names.get(frame.f_code)
             if step and step not in ran:
                 ran.append(step)
-        return trace
 
     body = {"state": "The customer was charged twice for order 4471.",
             "questions": {"team": {"type": "choice", "criteria": {"billing": None,
@@ -271,10 +261,10 @@ def test_a_request_runs_the_steps_in_order(service):
                           "n": {"type": "number", "instructions": "What is the order number?"}},
             "kwargs": {"reasoning": {"mode": "on"}, "calibration": {"reread_below": 1.0},
                        "layout": {"option_sets": False}}}  # a set is never re-read
-    sys.settrace(trace)
+    sys.setprofile(trace)  # decide runs the steps on this thread
     try:
         doc = ask(service, body)
     finally:
-        sys.settrace(None)
+        sys.setprofile(None)
     assert doc["answers"]["team"]["choice"] in ("billing", "tech")
-    assert tuple(ran) == STEPS, ran
+    assert tuple(ran) == NAMES, ran

@@ -117,17 +117,16 @@ class TestShape(unittest.TestCase):
                 outside = {d for d in deps if folder(d) != layer}
                 self.assertLessEqual(outside, below[layer], name)
 
-    def test_the_package_lists_the_steps_once_each(self):
-        """onepass/__init__.py's STEPS and docstring list the steps of a request; each is marked
-        `# step: <name>` on exactly one line in onepass/ (tests/live/test_core_live.py checks
-        that a request runs those lines in STEPS' order)."""
+    def test_the_package_names_the_steps_as_pipeline_runs_them(self):
+        """onepass/__init__.py's docstring names the steps in pipeline.STEPS' order; no line in
+        onepass/ marks a step by hand any more (STEPS is the one list)."""
         import onepass
-        listed = [line.split()[0] for line in onepass.__doc__.split("in order")[1].splitlines()[1:]
-                  if line.startswith("  ") and not line.startswith("   ")]
-        self.assertEqual(tuple(listed), onepass.STEPS)
-        marked = [line.split("# step: ")[1].strip() for path in sorted(PACKAGE.rglob("*.py"))
-                  for line in path.read_text().splitlines() if "# step: " in line]
-        self.assertEqual(sorted(marked), sorted(onepass.STEPS))
+        from onepass import pipeline
+        named = onepass.__doc__.split("under steps/ (")[1].split(")")[0]
+        self.assertEqual(tuple(w.strip() for w in named.split(",")), pipeline.NAMES)
+        marked = [str(path) for path in sorted(PACKAGE.rglob("*.py"))
+                  if "# step: " in path.read_text()]
+        self.assertEqual(marked, [])
 
     def test_every_module_has_its_mirrored_unit_test(self):
         """Each onepass/DIR/NAME.py but __init__.py has tests/unit/DIR/test_NAME.py, in a folder

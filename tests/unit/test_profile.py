@@ -90,6 +90,18 @@ class TestCalibrationBounds(unittest.TestCase):
             self.assertEqual(refused(check_calibration, replace(CAL, reread_below=below)), bad,
                              below)
 
+    def test_each_kinds_setting_is_a_field_checked_by_its_own_rule(self):
+        """Calibration: each kind's own settings are fields at their kinds' defaults; a bad one
+        is refused with its kind's words (what kwargs.calibration's 422 says), alone."""
+        self.assertEqual((CAL.noul_floor, CAL.number_confidence), (0.0, None))
+        for key, bad, said in (("noul_floor", 0.5, "noul_floor must be 0 (off) or in (0.5, 1)"),
+                               ("number_confidence", {"a": 1}, "number_confidence needs numbers "
+                                "a and b within ±1000, or null"),
+                               ("reread_below", 2, "reread_below must be in [0, 1]")):
+            with self.assertRaises(ConfigError) as ctx:
+                check_calibration(replace(CAL, **{key: bad}), "kwargs.calibration")
+            self.assertEqual(str(ctx.exception), f"kwargs.calibration: {said}")
+
     def test_number_confidence_and_prior_counts(self):
         """check_calibration: number_confidence {a, b} within 1000; prior counts ASCII digits."""
         for fit, bad in (({"a": 2.0, "b": -1}, False), ({"a": 1001, "b": 0}, True),

@@ -11,7 +11,7 @@ from onepass import reasoning
 from onepass import kinds
 from onepass.api import Limits, decisions, systemone
 from onepass.api.checks import Checker
-from onepass.decision_model import BOX, CHOICE, NOUL, NUMBER, SCORE
+from tests.support.kind_names import BOX, CHOICE, NOUL, NUMBER, SCORE
 from onepass.profile import load_profile
 from tests.support.paths import ROOT
 

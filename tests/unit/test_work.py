@@ -9,18 +9,20 @@ from concurrent.futures import Future
 from dataclasses import replace
 
 from onepass import config, work
-from onepass.steps import fit, generate, readout, read as reads, reread, think
+from onepass.steps import fit
+from onepass.steps.record import Record
 from onepass.backend.engine import MAX_LOGPROB_TOKEN_IDS
 from onepass.backend.probes import Facts
 from onepass.images.formats import Image
 from onepass.kinds.base import Job
 from onepass.kinds.box import Asked
 from onepass.profile import Vision
-from onepass.decision_model import (BOX, CHOICE, NOUL, NUMBER, Decision, Generated, Option,
+from onepass.decision_model import (Decision, Generated, Option,
                                     Question, ReadResult)
+from tests.support.kind_names import BOX, CHOICE, NOUL, NUMBER
 from onepass.errors import InvalidRequest
 from onepass.prompt.layout import LabelSet
-from onepass.pipeline import Pipeline
+from onepass.pipeline import AT_ENGINE, Pipeline
 from onepass.reasoning import Ask
 from tests.support.build_decision import decision, resolved
 from tests.support.unit_profile import LABELS, PROFILE
@@ -59,24 +61,24 @@ class CountingEngine:
 def pipeline(max_reads: int, labels=LABELS) -> Pipeline:
     settings = config.load(["--port", "0", "--max-reads", str(max_reads)], environ={})
     pipe = Pipeline(settings, CountingEngine(), None, Facts(labels, 100_000, False, ""))
-    pipe.profile = pipe.reader.profile = PROFILE
+    pipe.serving.calls.profile = PROFILE
+    pipe.serving = replace(pipe.serving, profile=PROFILE)
     return pipe
 
 
 def answer(pipe: Pipeline, d: Decision):
-    """Pipeline.decide's steps from fit to generate, after what resolve fixes (the profile's
-    layout and calibration): a Decision built here has no body to parse."""
-    d, reader = resolved(d, PROFILE), pipe.reader
-    job = Job(d.images, PROFILE, pipe.settings, pipe.facts.labels)
-    s = fit.plan(d, job, reader, pipe.settings.max_reads)
-    s = readout.first(reads.read(s, reader))
-    outcome, starts, spent = think.step(s, reread.step(s, reader), reader)
-    return generate.step(s, outcome, starts, spent, reader)
+    """Pipeline.decide's steps at the engine (fit to generate), after what resolve fixes (the
+    profile's layout and calibration): a Decision built here has no body to parse."""
+    r = Record(pipe.serving, decision=resolved(d, PROFILE))
+    for step in AT_ENGINE:
+        r = step(r)
+    return r.outcome
 
 
-def split(d: Decision, labels=LABELS) -> fit.Split:
+def split(d: Decision, labels=LABELS) -> Record:
     settings = config.load(["--port", "0"], environ={})
-    return fit.split(resolved(d, PROFILE), Job(d.images, PROFILE, settings, labels))
+    return fit.split(Record(decision=resolved(d, PROFILE),
+                            job=Job(d.images, PROFILE, settings, labels)))
 
 
 def choices(n: int, reasoning=None, layout=AS_READS) -> Decision:
@@ -85,7 +87,7 @@ def choices(n: int, reasoning=None, layout=AS_READS) -> Decision:
 
 
 def calls(d, s, labels) -> work.Calls:
-    """The plan fit.plan counts for Decision d split as s."""
+    """The plan the fit step counts for Decision d split as s."""
     return work.plan(s.reads, s.plans, d.questions, d.reasoning, labels)
 
 
@@ -134,7 +136,8 @@ class TestWorkBudget(unittest.TestCase):
             "convention": {"units": "grid", "order": "xyxy", "scale": 1000},
             "confidence": {"a": 1.0, "b": 0.0}, "present_temperature": 1.0}))
         job = Job(d.images, vision, config.load(["--port", "0"], environ={}), LABELS)
-        self.assertEqual(calls(d, fit.split(resolved(d, PROFILE), job), LABELS),
+        s = fit.split(Record(decision=resolved(d, PROFILE), job=job))
+        self.assertEqual(calls(d, s, LABELS),
                          work.Calls(reads=1 + 4 + 1, thoughts=0, rereads=0, generations=1))
 
     def test_a_read_of_more_labels_than_one_call_returns_counts_each_slice(self):

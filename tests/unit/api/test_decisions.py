@@ -7,7 +7,8 @@ import unittest
 
 from onepass.steps import readout
 from onepass.api import Limits, decisions, systemone
-from onepass.decision_model import CHOICE, NOUL, SCORE, Option, ReadResult
+from onepass.decision_model import Option, ReadResult
+from tests.support.kind_names import CHOICE, NOUL, SCORE
 from onepass.errors import (AuthInvalid, AuthMissing, InvalidRequest, ModelNotFound,
                             Overloaded)
 from onepass.prompt.layout import layout

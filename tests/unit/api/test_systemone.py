@@ -10,7 +10,8 @@ import unittest
 
 from onepass.steps import readout
 from onepass.api import systemone
-from onepass.decision_model import CHOICE, NOUL, SCORE, Option, ReadResult
+from onepass.decision_model import Option, ReadResult
+from tests.support.kind_names import CHOICE, NOUL, SCORE
 from onepass.errors import BadRequest, InvalidRequest, NotFound
 from onepass.prompt.layout import layout
 from tests.support.build_decision import from_body

@@ -9,6 +9,7 @@ Run: python3 -S -m unittest tests.unit.backend.test_set_probe
 """
 import logging
 import unittest
+from unittest import mock
 from dataclasses import replace
 from types import SimpleNamespace
 
@@ -118,6 +119,18 @@ class TestVerdict(unittest.TestCase):
             self.assertIn(error.message, problem)
         with self.assertRaises(EngineFailed):
             set_probe.sets_live(Refusing(EngineFailed("HTTP 500: boom")), PROFILE, LABELS)
+
+    def test_no_kind_that_reads_sets_means_off_without_a_read(self):
+        """sets_live: with no registered kind reading its options as a set, nothing is read:
+        off, a problem only for a profile that needs option sets."""
+        engine = Engine(PLAIN, PLAIN)
+        with mock.patch.object(set_probe.kinds, "set_readers", return_value=()):
+            live, problem = set_probe.sets_live(engine, SETS, LABELS)
+            with self.assertLogs("onepass", logging.WARNING):
+                self.assertEqual(set_probe.sets_live(engine, PROFILE, LABELS), (False, ""))
+        self.assertFalse(live)
+        self.assertIn("no registered question kind reads its options as a set", problem)
+        self.assertEqual(engine.reads, [])
 
 
 if __name__ == "__main__":

@@ -50,9 +50,16 @@ class TestBodies(unittest.TestCase):
                          ["bidirectional", "causal"])
 
     def test_image_bodies_carry_one_image_each(self):
-        """image_bodies: each route's body holds one PNG data URL image."""
-        for route, body in warmup.image_bodies():
+        """image_bodies: each route's body holds one PNG data URL image, asked of the first
+        reading kind with an image question there (warmup_image)."""
+        bodies = warmup.image_bodies()
+        self.assertEqual([route for route, _ in bodies], ["/v1/systemone", "/v1/decisions"])
+        for route, body in bodies:
             self.assertEqual(len(parsed(route, body).images), 1, route)
+        first = [next(k.name for k in kinds.reading() if getattr(k, api).warmup_image)
+                 for api in ("systemone", "decisions")]
+        self.assertEqual([[q.kind for q in parsed(*b).questions] for b in bodies],
+                         [[name] for name in first])
 
 
 class TestPng(unittest.TestCase):

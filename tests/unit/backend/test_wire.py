@@ -29,7 +29,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from onepass import config
 from onepass.backend import wire
 from onepass.backend.engine import Engine
-from onepass.decision_model import NOUL, Option, Question
+from onepass.decision_model import Option, Question
+from tests.support.kind_names import NOUL
 from onepass.errors import EngineUnavailable
 from onepass.images.formats import Image
 from onepass.prompt import layout as layout_mod

@@ -22,7 +22,8 @@ from onepass.images import inputs as image_inputs
 from onepass.prompt import fitting, layout
 from onepass.config import ConfigError
 from onepass.backend import wire
-from onepass.decision_model import NOUL, Option, Question, ReadResult
+from onepass.decision_model import Option, Question, ReadResult
+from tests.support.kind_names import NOUL
 from onepass.errors import InvalidRequest, PayloadTooLarge
 from onepass.backend.warmup import png
 from tests.support.build_decision import decision, from_body

@@ -29,6 +29,7 @@ class TestSystemOneDefaults(unittest.TestCase):
         api = Plain()
         self.assertIsNone(api.params({"type": "plain"}, (), check, {}))
         self.assertIsNone(api.legend({"criteria": [1]}))
+        self.assertEqual((api.warmup_short, api.warmup_image), ((), ()))  # in no shared body
         api.check_images(3, ("q",), check)
         self.assertEqual(check.problems, [])
         for hook, args in (("options", (None, (), check, 2)), ("answer", (None, None, None)),
@@ -39,7 +40,7 @@ class TestSystemOneDefaults(unittest.TestCase):
     def test_default_schemas_state_the_type_and_keys(self):
         """question_schema: the type's const, each other key any value, closed, type required;
         answer_schema: the type's const, open (the kind renders what it renders)."""
-        self.assertEqual(Plain().question_schema(255), {
+        self.assertEqual(Plain().question_schema(), {
             "type": "object", "properties": {"type": {"const": "plain"}, "extra": {},
                                              "instructions": {}},
             "required": ["type"], "additionalProperties": False})
@@ -53,12 +54,13 @@ class TestDecisionsDefaults(unittest.TestCase):
         and the kind's other keys; the answer schema names type and name, open."""
         api = Asked()
         self.assertIsNone(api.warmup)
+        self.assertIsNone(api.warmup_image)
         with self.assertRaises(NotImplementedError):
             api.options({}, (), Checker(), 2)
         with self.assertRaises(NotImplementedError):
             api.answer("n", (), None)
         common = {"name": {"type": "string"}, "instructions": {"type": "string"}}
-        schema = api.question_schema(common, 255)
+        schema = api.question_schema(common)
         self.assertEqual(list(schema["properties"]), ["type", "name", "instructions", "choices"])
         self.assertEqual((schema["required"], schema["additionalProperties"]),
                          (["type", "instructions"], False))

@@ -1,9 +1,10 @@
-"""Stdlib-only tests of what every kind inherits (onepass/kinds/base.py): the default hooks of
-the decision path (plan: one read of itself; combine: that read's answer; limit: no cap, no
-refusal; calibrate: nothing; no profile check, no probe), the required hooks unimplemented,
-the shapes a Job's fields are stated in (the real classes have them), and the shared helpers
-(the generation refusal, best, option listings). The API adapters' defaults:
-tests/unit/kinds/test_adapters.py.
+"""Stdlib-only tests of what every kind inherits (onepass/kinds/base.py): the three protocols'
+defaults (Reading: no labels of its own, no shape, not read as a set, calibrate nothing;
+Generating: plan one read of itself, combine that read's answer, no probe; Serving: no cap, no
+refusal, nothing said, no settings, no profile check), the required hooks unimplemented, a
+kind's own labels and calibration settings (OwnLabels, Tuning), the shapes a Job's fields are
+stated in (the real classes have them), and the shared helpers (the generation refusal, best,
+finite, option listings). The API adapters' defaults: tests/unit/kinds/test_adapters.py.
 Run: python3 -S -m unittest tests.unit.kinds.test_base
 """
 import dataclasses
@@ -14,7 +15,7 @@ from onepass.decision_model import Answer, Option, Question
 from onepass.images.formats import Image
 from onepass.kinds import base
 from onepass.kinds.adapters import SystemOne
-from onepass.profile import Profile
+from onepass.profile import Layout, Profile
 from onepass.prompt.layout import LabelSet
 
 
@@ -42,12 +43,15 @@ class TestDefaults(unittest.TestCase):
         self.assertIs(Bare().combine(Q, [first, other], ("text", [], False, 3), None), first)
 
     def test_limit_caps_nothing_and_refuses_nothing(self):
-        """limit: no per-request cap beyond max_questions, no refusal."""
-        self.assertEqual(Bare().limit(None, None), base.Limit(most=None, refusal=None))
+        """limit: no per-request cap beyond max_questions, no option cap, no refusal; nothing
+        said of it in /openapi.json."""
+        self.assertEqual(Bare().limit(None, None), base.Limit(most=None, refusal=None,
+                                                              options=None))
+        self.assertEqual(Bare().limits_text(None), "")
 
     def test_the_remaining_defaults(self):
-        """calibrate returns its input; no /v1/decisions adapter, no profile check, no probe;
-        the required hooks raise."""
+        """calibrate returns its input; no /v1/decisions adapter, no labels, shape, settings or
+        calibration of its own, no profile check, no probe; the required hooks raise."""
         probs = [0.2, 0.8]
         kind = Bare()
         self.assertIs(kind.calibrate(probs, None), probs)
@@ -55,10 +59,46 @@ class TestDefaults(unittest.TestCase):
         self.assertIsNone(kind.check_profile(None))
         self.assertIsNone(kind.probe(None))
         self.assertEqual((kind.reads, kind.rereads, kind.thinks), (True, True, "unsure"))
-        for hook, args in (("listings", (Q, None, None)), ("answer", (probs, Q)),
-                           ("labels_ok", ((),))):
+        self.assertEqual((kind.own_labels, kind.options_are, kind.as_set), (None, None, False))
+        self.assertEqual((kind.settings, kind.calibration), ({}, {}))
+        for hook, args in (("listings", (Q, None, None)), ("answer", (probs, Q))):
             with self.assertRaises(NotImplementedError, msg=hook):
                 getattr(kind, hook)(*args)
+
+    def test_parallel_lines_follow_as_set_and_the_layout(self):
+        """parallel_lines: every option's line for a kind read as a set when the layout asks
+        for option_sets; none otherwise."""
+        class Sets(Bare):
+            as_set = True
+        sets, listed = Layout(option_sets=True), Layout()
+        self.assertEqual((Sets().parallel_lines(Q, sets), Sets().parallel_lines(Q, listed)),
+                         (2, 0))
+        self.assertEqual(Bare().parallel_lines(Q, sets), 0)
+
+    def test_each_protocol_is_a_part_of_kind(self):
+        """Kind is Reading, Generating and Serving at once; each protocol has its hooks."""
+        self.assertEqual(base.Kind.__mro__[1:4], (base.Reading, base.Generating, base.Serving))
+        for protocol, hook in ((base.Reading, "listings"), (base.Generating, "plan"),
+                               (base.Serving, "limit")):
+            self.assertIn(hook, vars(protocol), protocol)
+
+
+class TestOwnSettings(unittest.TestCase):
+    def test_own_labels_allow_and_say_how_many(self):
+        """OwnLabels: allow counts within its bounds; needed says them as messages do."""
+        exactly, at_least, between = (base.OwnLabels(2, 2), base.OwnLabels(10),
+                                      base.OwnLabels(2, 4))
+        self.assertEqual([exactly.allow("ab"), exactly.allow("abc"), at_least.allow("a" * 9),
+                          at_least.allow("a" * 400), between.allow("abcde")],
+                         [True, False, False, True, False])
+        self.assertEqual([o.needed for o in (exactly, at_least, between)], ["2", "10+",
+                                                                           "2 to 4"])
+
+    def test_finite_is_a_json_number(self):
+        """finite: ints of any size and floats, never a boolean, NaN or an infinity."""
+        self.assertEqual([base.finite(v) for v in (1, 10**400, 0.5, True, float("nan"),
+                                                   float("inf"), "1")],
+                         [True, True, True, False, False, False, False])
 
 
 class TestJob(unittest.TestCase):

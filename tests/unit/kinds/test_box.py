@@ -12,7 +12,8 @@ from dataclasses import replace
 
 from onepass.api import Limits, decisions, systemone
 from onepass.backend.warmup import png
-from onepass.decision_model import BOX, Question
+from onepass.decision_model import Question
+from tests.support.kind_names import BOX
 from onepass.errors import InvalidRequest
 from onepass.kinds import box, box_confidence, box_geometry
 from onepass.kinds.base import Limit

@@ -6,15 +6,18 @@ Run: python3 -S -m unittest tests.unit.kinds.test_number
 import math
 import types
 import unittest
+from dataclasses import replace
 
 from onepass.steps import fit, generate
 from onepass.api import Limits, decisions, systemone
-from onepass.decision_model import (BOX, NOUL, NUMBER, Answer, Decision, Effort, Generated, Option,
-                                    Outcome, Question)
+from onepass.decision_model import (Answer, Decision, Effort, Generated, Option, Outcome,
+                                    Question)
+from tests.support.kind_names import BOX, NOUL, NUMBER
 from onepass.errors import InvalidRequest
 from onepass.kinds import number
 from onepass.kinds.base import Job, Limit
 from onepass.prompt.fitting import Selection
+from onepass.steps.record import Record
 
 SERVED = Limits(max_choice_options=255, max_questions=400,
                 kinds={NUMBER: Limit(most=2), BOX: Limit(most=4)})
@@ -97,7 +100,7 @@ class TestNumbersInParts(unittest.TestCase):
         yes = (Option("true", None), Option("false", None))
         d = Decision("m", "s", (Question(NOUL, "A?", yes), Question(NUMBER, "How many?", ()),
                                 Question(NOUL, "B?", yes)))
-        s = fit.split(d, JOB)
+        s = fit.split(Record(decision=d, job=JOB))
         self.assertEqual((s.position, s.own), ((0, None, 1), 2))
         self.assertEqual([p.generation is not None for p in s.plans], [False, True, False])
         self.assertEqual(s.plans[1].generation.structured, number.constraint())
@@ -106,7 +109,8 @@ class TestNumbersInParts(unittest.TestCase):
         second = Answer(NOUL, (0.2, 0.8), 0.0, 1, 0.2)
         reads = Outcome((first, second), 50, "causal",
                         effort=Effort(selections=(Selection(1, 5, 9, "bm25"),)))
-        out = generate.fold(d, s, reads, {1: Generated("12", [("12", -0.1), ("", 0.0)], False, 30)}, JOB)
+        out = generate.fold(replace(s, outcome=reads),
+                            {1: Generated("12", [("12", -0.1), ("", 0.0)], False, 30)})
         self.assertEqual(out.answers[0], first)
         self.assertEqual(out.answers[2], second)
         self.assertEqual(out.answers[1].payload, number.Written(12.0, "12"))

@@ -1,8 +1,11 @@
-"""Stdlib-only tests of the question-kind registry: every kind is one unit with every hook and
-its API adapters, an unknown kind raises (at start-up through the profile check, never a
-fallback), the profile reads each kind's labels and temperature from the registry, and the types
-telemetry counts and the start-up probe come from the registry (a kind registered later in
-/openapi.json and /metrics: tests/unit/openapi/test_schemas.py, tests/unit/test_telemetry.py).
+"""Stdlib-only tests of the question-kind registry (onepass/kinds/registry.py, the built-in
+kinds registered by onepass/kinds/__init__.py): every kind is one unit with every hook and its
+API adapters, an unknown kind raises (at start-up through the profile check, never a fallback),
+the profile reads each kind's labels and temperature from the registry, the lookups by
+capability (a yes/no kind, named options, levels, set readers, labelled kinds), and what the
+kinds add up to (the types telemetry counts, the start-up probe, the option cap, the limits
+/openapi.json states, the calibration settings). A kind registered later, end to end:
+tests/unit/kinds/test_toy_kind.py.
 Run: python3 -m unittest tests.unit.kinds.test_registry
 """
 import json
@@ -11,21 +14,21 @@ import types
 import unittest
 from pathlib import Path
 
-from onepass import kinds
+from onepass import config, kinds
 from onepass.kinds.adapters import Decisions, SystemOne
-from onepass.kinds.base import Kind
+from onepass.kinds.base import LEVELS, MAX_OPTIONS, NAMED, YES_NO, Kind, Limit, Tuning
 from onepass.profile import ConfigError, load_profile
 from tests.support.paths import ROOT
 from tests.support.unit_profile import LABELS, PROFILE
 
-HOOKS = ("listings", "answer", "labels_ok")
+HOOKS = ("listings", "answer")
 API_HOOKS = {SystemOne: ("options", "answer", "warmup_body", "question_schema", "answer_schema"),
              Decisions: ("options", "answer", "answer_schema")}  # predicate: the default question
 # box and number are answered by generations, on /v1/systemone only: their own hooks, none of
 # the reads'
-GENERATED_HOOKS = {"box": ("labels_ok", "listings", "plan", "combine", "limit", "check_profile",
-                           "probe"),
-                   "number": ("labels_ok", "listings", "plan", "combine", "limit", "probe")}
+GENERATED_HOOKS = {"box": ("listings", "plan", "combine", "limit", "limits_text",
+                           "check_profile", "probe"),
+                   "number": ("listings", "plan", "combine", "limit", "limits_text", "probe")}
 
 
 def overrides(unit, hooks, base) -> None:
@@ -44,7 +47,7 @@ class TestRegistry(unittest.TestCase):
             unit = kinds.get(name)
             overrides(unit, hooks, Kind)
             overrides(unit.systemone, API_HOOKS[SystemOne], SystemOne)
-            self.assertIsNone(unit.label_key)
+            self.assertIsNone(unit.own_labels)
             self.assertIsNone(unit.decisions)
             self.assertNotIn(unit, kinds.by_api("decisions").values())
             self.assertIn(name, kinds.by_api("systemone"))
@@ -54,8 +57,11 @@ class TestRegistry(unittest.TestCase):
             overrides(kind.systemone, API_HOOKS[SystemOne], SystemOne)
             overrides(kind.decisions, API_HOOKS[Decisions], Decisions)
             self.assertTrue(kind.systemone.warmup_short and kind.decisions.warmup, kind.name)
-            self.assertIn(kind.label_key, json.loads((ROOT / "serve_config.json").read_text())
-                          ["profiles"]["smollm2-135m-fast"])
+            self.assertIn(f"{kind.name}_labels", json.loads((ROOT / "serve_config.json")
+                                                            .read_text())["profiles"]
+                          ["smollm2-135m-fast"])
+        self.assertEqual(kinds.label_keys(), {"noul_labels": "noul", "choice_labels": "choice",
+                                              "score_labels": "score"})
 
     def test_types_by_api(self):
         """by_api: each API's types, in registration order; types(): each once, System One's
@@ -73,6 +79,56 @@ class TestRegistry(unittest.TestCase):
         self.assertEqual(probe.structured, {"json": kinds.box.schema(1000)})
         self.assertTrue(probe.obeys('{"box": [1, 2, 3, 4]}') and probe.obeys('{"box": null}'))
         self.assertFalse(probe.obeys('{"box": [1, 2, 3]}') or probe.obeys("hello"))
+
+    def test_kinds_by_capability(self):
+        """shaped: the first kind whose options are yes/no, named or levels (an unknown shape
+        raises); set_readers: choice; labelled: the kinds with labels of their own."""
+        self.assertEqual([kinds.shaped(s).name for s in (YES_NO, NAMED, LEVELS)],
+                         ["noul", "choice", "score"])
+        with self.assertRaises(kinds.UnknownKind):
+            kinds.shaped("polygon")
+        self.assertEqual([k.name for k in kinds.set_readers()], ["choice"])
+        self.assertEqual([k.name for k in kinds.labelled()], ["noul", "choice", "score"])
+        self.assertEqual([k.name for k in kinds.labelled() if k.own_labels.prior],
+                         ["noul", "choice"])
+
+    def test_what_the_kinds_add_up_to(self):
+        """option_cap: the contracts' 255, or the choice labels' count when fewer;
+        stated_limits: each kind's own words, the box and number caps from the settings;
+        calibration_settings: noul's floor and number's fit, each with its default."""
+        settings = config.load(["--port", "0"], environ={})
+        for n, cap in ((3, 3), (403, MAX_OPTIONS)):
+            facts = types.SimpleNamespace(labels=types.SimpleNamespace(choice=(("A", 1),) * n),
+                                          structured="")
+            self.assertEqual(kinds.option_cap(settings, facts), cap)
+        self.assertEqual(kinds.stated_limits(settings), [
+            "2 to 255 options per choice", "2 to 10 levels per score", "4 box questions",
+            "8 number questions"])
+        found = kinds.calibration_settings()
+        self.assertEqual({k: t.default for k, t in found.items()},
+                         {"noul_floor": 0.0, "number_confidence": None})
+        self.assertTrue(found["noul_floor"].good(0.9) and not found["noul_floor"].good(0.5))
+
+    def test_a_kind_is_registered_once_with_its_own_settings(self):
+        """register: a calibration setting another kind has is refused; unregister removes."""
+        class Floored(Kind):
+            name, calibration = "floored", {"noul_floor": Tuning(0.0, bool, "")}
+        with self.assertRaises(ValueError):
+            kinds.register(Floored())
+        self.assertNotIn("floored", kinds.names())
+        settings = config.load([], environ={})
+
+        class Capped(Kind):
+            name, systemone, reads = "capped", None, False
+
+            def limit(self, settings, facts):
+                return Limit(options=7)
+        kinds.register(Capped())
+        self.addCleanup(kinds.unregister, "capped")
+        self.assertEqual(kinds.option_cap(settings, types.SimpleNamespace(
+            labels=types.SimpleNamespace(choice=(("A", 1),) * 26), structured="")), 7)
+        kinds.unregister("capped")
+        self.assertNotIn("capped", kinds.names())
 
     def test_unknown_kind_raises_never_falls_back(self):
         """kinds: a kind nobody registered raises; so does registering one twice."""

@@ -16,7 +16,7 @@ from onepass.api import decisions, models, systemone
 from onepass.decision_model import MODE_NAMES, Effort, Outcome
 from onepass.errors import InvalidRequest, NotFound, Overloaded, Problem
 from onepass.kinds.adapters import Decisions, SystemOne
-from onepass.kinds.base import Kind
+from onepass.kinds.base import MAX_OPTIONS, Kind
 from onepass.openapi import schemas
 from onepass.prompt.fitting import Selection
 from tests.support.build_decision import from_body
@@ -125,26 +125,28 @@ class TestRendered(unittest.TestCase):
 class TestRequests(unittest.TestCase):
     def test_accepted_bodies_fit_at_the_adapters_limits(self):
         """systemone_request: what the adapter accepts fits, unknown top-level fields and the
-        options included; 2 to 10 levels and 2 to max_options options, as the adapter."""
-        schema = schemas.systemone_request(400, 3)
+        options included; 2 to 10 levels and 2 to 255 options (the contracts' caps, which each
+        kind's schema states), as the adapter at that cap."""
+        schema = schemas.systemone_request(400)
+        most = {str(i): None for i in range(MAX_OPTIONS)}
         for body in (req({"r": NOUL_Q, "t": CHOICE_Q, "a": SCORE_Q}, x_trace_id="t",
                          attention_mode="two-way", kwargs={"layout": {"repeat": 2}}),
                      req({"a": {"type": "score", "criteria": ["l"] * 10}}),
-                     req({"t": {"type": "choice", "criteria": dict.fromkeys("abc")}})):
-            from_body(systemone, body, max_options=3)
+                     req({"t": {"type": "choice", "criteria": most}})):
+            from_body(systemone, body, max_options=MAX_OPTIONS)
             self.assertTrue(fits(body, schema), body)
         for question in ({"type": "score", "criteria": ["l"] * 11},
-                         {"type": "choice", "criteria": dict.fromkeys("abcd")}):
+                         {"type": "choice", "criteria": {**most, "one more": None}}):
             with self.assertRaises(InvalidRequest):
-                from_body(systemone, req({"q": question}), max_options=3)
-            self.assertFalse(fits(req({"q": question}), schema), question)
+                from_body(systemone, req({"q": question}), max_options=MAX_OPTIONS)
+            self.assertFalse(fits(req({"q": question}), schema), list(question))
 
     def test_decisions_bodies_and_the_modes(self):
         """decisions_request: an accepted body fits; MODES are every name the server knows."""
         body = {"model": "jev-latest", "input": "I was charged twice.",
                 "questions": [PREDICATE, CHOICE, SCORE], "prompt_cache_key": "k"}
         from_body(decisions, body)
-        self.assertTrue(fits(body, schemas.decisions_request(400, 255)))
+        self.assertTrue(fits(body, schemas.decisions_request(400)))
         self.assertEqual(set(schemas.MODES), set(MODE_NAMES))
 
 
@@ -168,23 +170,23 @@ class TestKinds(unittest.TestCase):
         def types(anyof):
             return [s["properties"]["type"]["const"] for s in anyof["anyOf"]]
         def questions():
-            return schemas.decisions_request(8, 255)["properties"]["questions"]["items"]
+            return schemas.decisions_request(8)["properties"]["questions"]["items"]
 
         def answers():
             return schemas.decisions_response()["properties"]["answers"]["items"]
         builtin = ["noul", "choice", "score", "box", "number"]
-        self.assertEqual(types(schemas.systemone_question(255)), builtin)
+        self.assertEqual(types(schemas.systemone_question()), builtin)
         self.assertEqual(types(schemas.systemone_answer()), builtin)
         self.assertEqual(types(questions()), ["predicate", "choice", "score"])
         self.assertEqual(types(answers()), ["predicate", "choice", "score"])
         kinds.register(Toy())
-        self.addCleanup(kinds.KINDS.pop, "toy")
-        self.assertEqual(types(schemas.systemone_question(255)), builtin + ["toy"])
+        self.addCleanup(kinds.unregister, "toy")
+        self.assertEqual(types(schemas.systemone_question()), builtin + ["toy"])
         self.assertEqual(types(schemas.systemone_answer()), builtin + ["toy"])
         self.assertEqual(types(questions())[-1], "toy_decision")
         self.assertEqual(types(answers())[-1], "toy_decision")
-        self.assertEqual(schemas.systemone_question(255)["anyOf"][-1],
-                         ToyOnSystemOne().question_schema(255))
+        self.assertEqual(schemas.systemone_question()["anyOf"][-1],
+                         ToyOnSystemOne().question_schema())
 
 
 if __name__ == "__main__":

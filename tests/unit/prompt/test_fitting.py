@@ -9,7 +9,8 @@ from dataclasses import replace
 from onepass.prompt import fitting
 from onepass.prompt import state_parts
 from onepass.config import Layout
-from onepass.decision_model import CHOICE, NOUL, Decision, Option, Question
+from onepass.decision_model import Decision, Option, Question
+from tests.support.kind_names import CHOICE, NOUL
 from onepass.errors import PayloadTooLarge
 from tests.support.unit_profile import LABELS, PROFILE
 

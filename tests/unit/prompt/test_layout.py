@@ -15,7 +15,8 @@ from dataclasses import replace
 from onepass import config
 from onepass.steps import readout
 from onepass.api import systemone
-from onepass.decision_model import CHOICE, NOUL, SCORE, TWO_WAY, Option, Question, ReadResult
+from onepass.decision_model import TWO_WAY, Option, Question, ReadResult
+from tests.support.kind_names import CHOICE, NOUL, SCORE
 from onepass.images.formats import Image
 from onepass.prompt import layout
 from onepass.softmax import label_distribution

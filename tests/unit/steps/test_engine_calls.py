@@ -1,18 +1,16 @@
-"""Stdlib-only tests of the reader (onepass/reader.py): the budget a prompt is fitted to (the
-served context less `reserve`, and a two-way budget once learnt), the one retry when the plugin
+"""Stdlib-only tests of the engine calls the steps make (onepass/steps/engine_calls.py): the
+budget a prompt is fitted to (the served context less `reserve`, and a two-way budget once learnt), the one retry when the plugin
 refuses a two-way read (its typed OverBudget teaches the engine the budget), and generations
 handed to the engine. The engine is a stub that counts a token per byte: plumbing only.
 Run: python3 -S -m unittest tests.unit.steps.test_engine_calls
 """
 import unittest
 
-from onepass import config
 from onepass.backend import decoding as generation
 from onepass.backend.probes import Facts
 from onepass.decision_model import CAUSAL, TWO_WAY, Option, Question, Read, ReadResult
 from onepass.errors import InvalidRequest, OverBudget, Problem
-from onepass.pipeline import Pipeline
-from onepass.steps.engine_calls import Reader
+from onepass.steps.engine_calls import EngineCalls
 from tests.support.build_decision import decision
 from tests.support.unit_profile import LABELS, PROFILE
 
@@ -44,22 +42,15 @@ class StubEngine:
         return "future"
 
 
-def pipeline(budget, two_way=True) -> Pipeline:
-    settings = config.load(["--port", "0"], environ={})
-    pipe = Pipeline(settings, StubEngine(budget), None, Facts(LABELS, 100_000, two_way, ""))
-    pipe.profile = pipe.reader.profile = PROFILE
-    return pipe
+def reader(max_len, budget=10 ** 9, two_way=True) -> EngineCalls:
+    return EngineCalls(PROFILE, Facts(LABELS, max_len, two_way, ""), StubEngine(budget))
 
 
-def reader(max_len, budget=10 ** 9) -> Reader:
-    return Reader(PROFILE, Facts(LABELS, max_len, True, ""), StubEngine(budget))
-
-
-class TestReader(unittest.TestCase):
+class TestEngineCalls(unittest.TestCase):
     def test_two_way_budget_is_learnt_from_the_typed_refusal(self):
         """read: a two-way read refused for the plugin's budget is fitted to it and read again."""
-        pipe = pipeline(budget=600)
-        reads, selections, _ = pipe.reader.read(decision((NOUL_Q,), "word " * 400,
+        pipe = reader(100_000, budget=600)
+        reads, selections, _ = pipe.read(decision((NOUL_Q,), "word " * 400,
                                                          attention_mode=TWO_WAY))
         self.assertEqual(pipe.engine.two_way_budget, 600)
         self.assertEqual(len(pipe.engine.calls), 2)  # refused once, then fitted to the budget
@@ -68,11 +59,11 @@ class TestReader(unittest.TestCase):
 
     def test_a_refusal_on_a_one_way_read_is_not_learnt(self):
         """read: an OverBudget on a one-way read is raised as is, with no retry."""
-        pipe = pipeline(budget=600)
+        pipe = reader(100_000, budget=600)
         pipe.engine.read_all = lambda reads: (_ for _ in ()).throw(
             OverBudget([Problem(("state",), "x", "too_long")], 600))
         with self.assertRaises(InvalidRequest):
-            pipe.reader.read(decision((NOUL_Q,), "short", attention_mode=CAUSAL))
+            pipe.read(decision((NOUL_Q,), "short", attention_mode=CAUSAL))
         self.assertIsNone(pipe.engine.two_way_budget)
 
     def test_a_refusal_under_a_known_budget_is_not_retried(self):

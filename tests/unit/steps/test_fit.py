@@ -1,4 +1,4 @@
-"""Stdlib-only tests of the fit step (onepass/fit.py) on a stub engine that counts a token per
+"""Stdlib-only tests of the fit step (onepass/steps/fit.py) on a stub engine that counts a token per
 byte: the split (first reads in request order, then every further read; the reads' Page shows
 the request's state, mode, techniques and images, nothing else), the work budget refused
 before anything is fitted, and a request without label reads fitting nothing (plumbing only:
@@ -10,11 +10,13 @@ import unittest
 from onepass import config
 from onepass.steps import fit, read as reads  # reads: nothing to read sends nothing
 from onepass.backend.probes import Facts
-from onepass.decision_model import NUMBER, Page, Question
+from onepass.decision_model import Page, Question
+from tests.support.kind_names import NUMBER
 from onepass.errors import InvalidRequest
 from onepass.kinds.base import Job
-from onepass.steps.engine_calls import Reader
+from onepass.steps.engine_calls import EngineCalls
 from tests.support.build_decision import decision, resolved
+from tests.support.records import record
 from tests.unit.steps.test_engine_calls import NOUL_Q, StubEngine
 from tests.support.unit_profile import LABELS, PROFILE
 
@@ -22,8 +24,12 @@ SETTINGS = config.load(["--port", "0"], environ={})
 JOB = Job((), PROFILE, SETTINGS, LABELS)
 
 
-def reader(budget=10 ** 9) -> Reader:
-    return Reader(PROFILE, Facts(LABELS, 100_000, True, ""), StubEngine(budget))
+def max_reads(n: int):
+    return config.load(["--port", "0", "--max-reads", str(n)], environ={})
+
+
+def reader(budget=10 ** 9) -> EngineCalls:
+    return EngineCalls(PROFILE, Facts(LABELS, 100_000, True, ""), StubEngine(budget))
 
 
 class TestSplit(unittest.TestCase):
@@ -32,7 +38,7 @@ class TestSplit(unittest.TestCase):
         state, mode, techniques and images with the read questions (no model, no calibration)."""
         number = Question(NUMBER, "Which order?", ())
         d = resolved(decision([NOUL_Q, number, NOUL_Q], "ticket"), PROFILE)
-        s = fit.split(d, JOB)
+        s = fit.split(record(d, job=JOB))
         self.assertEqual((s.position, s.parts), ((0, None, 1), ((), (), ())))
         self.assertEqual(s.reads, Page(d.state, (NOUL_Q, NOUL_Q), d.attention_mode, d.layout,
                                        d.images))
@@ -44,17 +50,19 @@ class TestFit(unittest.TestCase):
         r = reader()
         d = resolved(decision([NOUL_Q] * 3, "ticket"), PROFILE)
         with self.assertRaises(InvalidRequest):
-            fit.plan(d, JOB, r, max_reads=2)
+            fit.fit(record(d, r, max_reads(2)))
         self.assertEqual(r.engine.calls, [])
 
     def test_label_reads_are_fitted_and_a_generation_only_request_fits_none(self):
         d = resolved(decision([NOUL_Q, NOUL_Q], "ticket"), PROFILE)
-        s = fit.plan(d, JOB, reader(), max_reads=10)
-        self.assertEqual((len(s.fitted), s.known, s.asked), (2, None, d))
+        s = fit.fit(record(d, reader()))
+        self.assertEqual((len(s.fitted), s.known, s.decision), (2, None, d))
         number = Question(NUMBER, "Which order?", ())
-        s = fit.plan(resolved(decision([number], "ticket"), PROFILE), JOB, reader(), 10)
+        r = reader()
+        s = fit.fit(record(resolved(decision([number], "ticket"), PROFILE), r))
         self.assertEqual((s.reads.questions, s.fitted, s.results), ((), (), ()))
-        self.assertEqual(reads.read(s, reader()), s)  # nothing to read: no engine call
+        self.assertEqual(reads.read(s), s)  # nothing to read: no engine call
+        self.assertEqual(r.engine.calls, [])
 
 
 if __name__ == "__main__":

@@ -13,13 +13,15 @@ import unittest
 from dataclasses import replace
 
 from onepass.steps import fit, generate
-from onepass.decision_model import (BOX, NOUL, SCORE, Answer, Decision, Effort, Generated, Option,
+from onepass.decision_model import (Answer, Decision, Effort, Generated, Option,
                                     Outcome, Question)
+from tests.support.kind_names import BOX, NOUL, SCORE
 from onepass.images.formats import Image
 from onepass.kinds import box, box_confidence, box_geometry
 from onepass.kinds.base import Job
 from onepass.kinds.box_geometry import convention
 from onepass.prompt.fitting import Selection
+from onepass.steps.record import Record
 from onepass.prompt.layout import LabelSet
 
 SETTINGS = {"convention": {"units": "grid", "order": "xyxy", "scale": 1000},
@@ -58,13 +60,13 @@ class TestSplit(unittest.TestCase):
         score questions over the bands; generate appends none and plans a generation;
         internal names the parts."""
         d = decision("generate", "edges", "hybrid")
-        s = fit.split(d, JOB)
+        s = fit.split(Record(decision=d, job=JOB))
         kinds = [q.kind for q in s.reads.questions]
         self.assertEqual(kinds, [NOUL] * 4 + [SCORE] * 8)
         self.assertEqual(s.parts, ((), (), (4, 5, 6, 7), (8, 9, 10, 11)))
         self.assertEqual((s.own, s.position), (4, (0, 1, 2, 3)))
         self.assertEqual([p.generation is not None for p in s.plans], [False, True, False, True])
-        self.assertEqual(fit.internal(d, s), {1, 2, 3} | set(range(4, 12)))
+        self.assertEqual(fit.internal(s), {1, 2, 3} | set(range(4, 12)))
         self.assertIn("thing edges", s.reads.questions[2].instructions)
         self.assertIn("left edge of thing edges", s.reads.questions[4].instructions)
         self.assertEqual([len(q.options) for q in s.reads.questions[4:]], [10] * 8)
@@ -77,11 +79,11 @@ class TestFold(unittest.TestCase):
         tokens' mean log-prob, present through the present temperature, the generation's
         prompt and output tokens counted."""
         d = decision("generate")
-        s = fit.split(d, JOB)
+        s = fit.split(Record(decision=d, job=JOB))
         tokens = [('{"box": [', 0.0), ("250", -0.5), (", ", 0.0), ("125", -0.5), (", ", 0.0),
                   ("750", -0.5), (", ", 0.0), ("625", -0.5), ("]}", 0.0)]
         gen = {1: Generated('{"box": [250, 125, 750, 625]}', tokens, False, 70)}
-        out = generate.fold(d, s, outcome([noul(0.9), noul(0.8)]), gen, JOB)
+        out = generate.fold(replace(s, outcome=outcome([noul(0.9), noul(0.8)])), gen)
         b = out.answers[1].payload
         self.assertEqual((b.left, b.top, b.right, b.bottom), (0.25, 0.125, 0.75, 0.625))
         self.assertEqual((b.found, b.mode, b.logprob), (True, "generate", -0.5))
@@ -94,11 +96,11 @@ class TestFold(unittest.TestCase):
         """generate.fold: null, a cut generation, or a box outside the image: not found, the whole
         image at confidence 0, present still answered."""
         d = decision("generate")
-        s = fit.split(d, JOB)
+        s = fit.split(Record(decision=d, job=JOB))
         for text, cut in (('{"box": null}', False), ('{"box": [1, 2', True),
                           ('{"box": [500, 500, 500, 900]}', False)):
-            out = generate.fold(d, s, outcome([noul(0.9), noul(0.3)]),
-                             {1: Generated(text, [("1", -0.1)], cut, 10)}, JOB)
+            out = generate.fold(replace(s, outcome=outcome([noul(0.9), noul(0.3)])),
+                                {1: Generated(text, [("1", -0.1)], cut, 10)})
             b = out.answers[1].payload
             self.assertEqual((b.found, b.confidence, b.logprob), (False, 0.0, None), text)
             self.assertEqual((b.left, b.top, b.right, b.bottom), box_geometry.WHOLE)
@@ -110,12 +112,12 @@ class TestFold(unittest.TestCase):
         generation at -0.1; a generation at log-prob 0 ties and wins); selections of the
         internal questions are dropped."""
         d = decision("edges", "hybrid")
-        s = fit.split(d, JOB)
+        s = fit.split(Record(decision=d, job=JOB))
         edge_answers = [level(2), level(1), level(7), level(6)]  # 0.25, 0.15, 0.75, 0.65
         gen_agree = Generated('{"box": [200, 100, 800, 700]}', [("200", -0.1)], False, 5)
         reads = outcome([noul(0.5), noul(0.6), noul(0.6)] + edge_answers * 2,
                         effort=Effort(selections=(types_sel(0), types_sel(1), types_sel(5))))
-        out = generate.fold(d, s, reads, {2: gen_agree}, JOB)
+        out = generate.fold(replace(s, outcome=reads), {2: gen_agree})
         e, h = out.answers[1].payload, out.answers[2].payload
         self.assertEqual(e.mode, "edges")
         for got, want in zip((e.left, e.top, e.right, e.bottom), (0.25, 0.15, 0.75, 0.65)):
@@ -124,10 +126,11 @@ class TestFold(unittest.TestCase):
         self.assertEqual((h.mode, h.left, h.confidence), ("edges", e.left, e.confidence))
         self.assertEqual([sel.question for sel in out.effort.selections], [0, 1])
         sure = Generated('{"box": [0, 0, 100, 100]}', [("100", 0.0)], False, 5)
-        h = generate.fold(d, s, reads, {2: sure}, JOB).answers[2].payload
+        h = generate.fold(replace(s, outcome=reads), {2: sure}).answers[2].payload
         self.assertEqual((h.mode, h.right, h.confidence), ("generate", 0.1, e.confidence))
         null = Generated('{"box": null}', [], False, 5)
-        self.assertEqual(generate.fold(d, s, reads, {2: null}, JOB).answers[2].payload.mode,
+        self.assertEqual(generate.fold(replace(s, outcome=reads),
+                                       {2: null}).answers[2].payload.mode,
                          "edges")
 
     def test_each_mode_through_its_own_map(self):
@@ -138,11 +141,11 @@ class TestFold(unittest.TestCase):
             vision=types.SimpleNamespace(box={**SETTINGS, "confidence": maps}),
             calibration=PROFILE.calibration))
         d = decision("edges", "generate", "hybrid")
-        s = fit.split(d, job)
+        s = fit.split(Record(decision=d, job=job))
         edges = [level(2, p=0.5), level(1), level(7), level(6)]  # feature log(0.5) / 4
         gen = Generated('{"box": [0, 0, 100, 100]}', [("0", -0.5), ("100", -0.5)], False, 5)
         reads = outcome([noul(0.5)] * 4 + edges * 2)
-        out = generate.fold(d, s, reads, {2: gen, 3: gen}, job)
+        out = generate.fold(replace(s, outcome=reads), {2: gen, 3: gen})
         e, g, h = (a.payload for a in out.answers[1:])
         z = -1.0 * (math.log(0.5) / 4) + 0.5
         self.assertAlmostEqual(e.confidence, 1 / (1 + math.exp(-z)))

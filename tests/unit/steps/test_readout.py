@@ -11,7 +11,8 @@ from dataclasses import replace
 
 from onepass import config
 from onepass.steps import readout
-from onepass.decision_model import REREAD_FIRST_WEIGHT, CHOICE, NOUL, Answer, Option, Question, Read, ReadResult
+from onepass.decision_model import REREAD_FIRST_WEIGHT, Answer, Option, Question, Read, ReadResult
+from tests.support.kind_names import CHOICE, NOUL
 from onepass.errors import EngineFailed
 from onepass.softmax import label_distribution
 from onepass.prompt.fitting import Selection
@@ -46,11 +47,11 @@ class TestAnswer(unittest.TestCase):
         cal = PROFILE.calibration
         probs = readout.question_probabilities(
             q, [(Read("p", (1, 2, 3), (0, 1, 2)), ReadResult((-2.0, -0.2, -1.9), 5))], cal, 0.0)
-        a = readout.answer(q, probs)
+        a = readout.summary(q, probs)
         self.assertAlmostEqual(a.payload, sum(i * p for i, p in enumerate(a.probabilities)), 12)
         probs = readout.question_probabilities(
             YES, [(Read("p", (1, 2), (0, 1)), ReadResult((0.0, -1.0), 5))], cal, 0.0)
-        self.assertAlmostEqual(readout.answer(YES, probs).payload, 1 / (1 + math.exp(-1)))
+        self.assertAlmostEqual(readout.summary(YES, probs).payload, 1 / (1 + math.exp(-1)))
 
 
 class TestQuestionProbabilities(unittest.TestCase):

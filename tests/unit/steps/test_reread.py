@@ -1,4 +1,4 @@
-"""Stdlib-only tests of label reads answered (onepass/reread.py): the re-read policy (kinds
+"""Stdlib-only tests of label reads answered (onepass/steps/reread.py): the re-read policy (kinds
 that re-read, under calibration.reread_below, from the budget's spare calls only, the request
 written twice as often, blended 2:1) and the calibration and layout taken from the resolved
 Decision. The engine is a stub whose label log-probs are given per call: the policy around
@@ -12,10 +12,11 @@ from dataclasses import replace
 from onepass import config, work
 from onepass.steps import reread
 from onepass.backend.probes import Facts
-from onepass.decision_model import CHOICE, NOUL, SCORE, Option, Page, Question, ReadResult
+from onepass.decision_model import Option, Page, Question, ReadResult
+from tests.support.kind_names import CHOICE, NOUL, SCORE
 from onepass.errors import InvalidRequest, Problem
 from onepass.prompt.layout import AGAIN
-from onepass.steps.engine_calls import Reader
+from onepass.steps.engine_calls import EngineCalls
 from tests.support.build_decision import decision, resolved
 from tests.support.unit_profile import LABELS, PROFILE
 
@@ -51,13 +52,13 @@ def key(read) -> str:
 
 
 def answer(r, d, fixed=frozenset(), budget=None):
-    """reread.answer on the Decision's Page and calibration (as think.py calls it)."""
+    """reread.read_page on the Decision's Page and calibration (as think.py calls it)."""
     page = Page(d.state, d.questions, d.attention_mode, d.layout, d.images)
-    return reread.answer(r, page, d.calibration, fixed, budget)
+    return reread.read_page(r, page, d.calibration, fixed, budget)
 
 
-def reader(*script, max_len=100_000) -> Reader:
-    return Reader(PROFILE, Facts(LABELS, max_len, False, ""), ScriptedEngine(*script))
+def reader(*script, max_len=100_000) -> EngineCalls:
+    return EngineCalls(PROFILE, Facts(LABELS, max_len, False, ""), ScriptedEngine(*script))
 
 
 def below(threshold, **layout):

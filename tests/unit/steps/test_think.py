@@ -1,4 +1,4 @@
-"""Stdlib-only tests of the thinking step's orchestration (onepass/think.py): who thinks, what
+"""Stdlib-only tests of the thinking step's orchestration (onepass/steps/think.py): who thinks, what
 each thought prompt and re-read carries, the blend, and the counts. vLLM is not involved: the
 first reads' answers and the thoughts' texts are given, so this checks the plumbing around
 them, never what a model would answer (tests/live/test_reasoning_live.py runs the real thing).
@@ -7,22 +7,26 @@ Run: python3 -S -m unittest tests.unit.steps.test_think
 import types
 import unittest
 from concurrent.futures import Future
+from dataclasses import replace
 from unittest import mock
 
 from onepass.steps import fit, reread, think
 from onepass.kinds.base import Job
 from onepass.prompt import fitting
-from onepass.decision_model import (NOUL, NUMBER, Answer, Decision, Generated, Option, Outcome,
+from onepass.decision_model import (Answer, Decision, Generated, Option, Outcome,
                                     Question)
+from tests.support.kind_names import NOUL, NUMBER
 from onepass.reasoning import Ask
+from onepass.steps.record import Record
+from tests.support.records import serving
 from tests.support.unit_profile import LABELS, PROFILE
 
 YES = (Option("true", None), Option("false", None))
 
 
 class Reader:
-    """What think.step uses of the reader: the profile, fitting and generations; the re-read
-    after the thoughts (reread.answer) is recorded and answered by `answer`."""
+    """What the think step uses of the engine calls: the profile, fitting and generations; the
+    re-read after the thoughts (reread.read_page) is recorded and answered by `answer`."""
 
     def __init__(self):
         self.profile, self.labels = PROFILE, LABELS
@@ -38,21 +42,23 @@ class Reader:
         done.set_result(Generated(f"thought {len(self.sent)}", [("t", -0.1)] * 3, False, 40))
         return done
 
-    def answer(self, reader, page, calibration, fixed=frozenset(), budget=None):
+    def answer(self, calls, page, calibration, fixed=frozenset()):
         self.reread.append((page, fixed))
         return Outcome(tuple(Answer(NOUL, (0.1, 0.9), 0.0, 1, 0.1) for _ in page.questions),
                        7, "causal", num_cached_tokens=2)
 
 
 def step(reader, d, s, first):
-    assert s.asked is d  # the Split carries the request's Decision
-    with mock.patch.object(reread, "answer", reader.answer):
-        return think.step(s, first, reader)
+    """(outcome, starts, spent): the think step on record s, after first reads `first`."""
+    assert s.decision is d  # the record carries the request's Decision
+    with mock.patch.object(reread, "read_page", reader.answer):
+        r = think.think(replace(s, serving=serving(reader), outcome=first))
+    return r.outcome, r.starts, r.spent
 
 
 def split(d):
-    return fit.split(d, Job(d.images, PROFILE, types.SimpleNamespace(number_max_tokens=24),
-                              LABELS))
+    return fit.split(Record(decision=d, job=Job(
+        d.images, PROFILE, types.SimpleNamespace(number_max_tokens=24), LABELS)))
 
 
 class TestThink(unittest.TestCase):

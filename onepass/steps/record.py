@@ -1,0 +1,67 @@
+"""The request record: one request on its way through the decision path. Every step takes the
+record and returns it with what that step found; nothing else passes between steps.
+
+Owns: Record (what the request brought, then each step's fields, grouped below by the step that
+fills them; docs/architecture.md shows the record after each step) and Serving (what the server
+brings to every request, the same for all of them).
+Never: does a step's work, knows a kind or an API's fields.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..decision_model import Decision, Outcome, Page
+
+
+@dataclass(frozen=True)
+class Serving:
+    """The server's side of every request: built once by the Pipeline."""
+    profile: object  # profile.Profile
+    settings: object  # config.Settings
+    facts: object  # backend.probes.Facts: what start-up learnt of the engine
+    calls: object  # steps.engine_calls.EngineCalls: the engine, with prompts fitted first
+    limits: object = None  # api.Limits: what both APIs check
+    image_policy: object = None  # images.inputs' policy (None: text only)
+    body_limits: object = None  # body.limits.Limits
+
+
+@dataclass(frozen=True)
+class Record:
+    """One request, step by step (every field has a default so a test can start anywhere)."""
+    # given: Pipeline.decide
+    serving: Serving | None = None
+    adapter: object = None  # the route's API adapter (api/systemone.py, api/decisions.py)
+    raw: bytes = b""  # the body as received
+    headers: object = None
+    hold: object = None  # the body's hold on the body budget, resized as the body is read
+    # parse
+    request: object = None  # api.Request: checked fields, in no API's shape
+    # resolve (images adds the checked images)
+    decision: Decision | None = None
+    # fit
+    job: object = None  # kinds.base.Job: what a kind's plan and combine may look at
+    reads: Page | None = None  # what the label reads show: first reads, then the rest
+    position: tuple = ()  # per request question, its first read's index in reads (None: none)
+    parts: tuple = ()  # per request question, the indices of its further reads in reads
+    plans: tuple = ()  # per request question, its kind's Plan
+    fixed: frozenset = frozenset()  # reads that are parts of another answer (never re-read)
+    budget: object = None  # work.Budget: the request's calls of the model
+    known: int | None = None  # the two-way budget the reads were fitted to (None: the context)
+    fitted: tuple = ()  # decision_model.Read per label read, fitted
+    selections: tuple = ()  # prompt.fitting.Selection per state cut to fit
+    # read
+    results: tuple = ()  # decision_model.ReadResult per fitted read
+    # readout
+    probs: tuple = ()  # per read, its question's option probabilities
+    # reread (think and generate replace it)
+    outcome: Outcome | None = None
+    # think
+    starts: dict = field(default_factory=dict)  # {request index: answer-turn start} of thoughts
+    spent: object = None  # think.Spent: what the thinking step did (None: it did not run)
+    # render
+    response: dict | None = None  # the response document
+
+    @property
+    def own(self) -> int:
+        """How many of the reads are first reads (further reads follow them)."""
+        return sum(p is not None for p in self.position)
