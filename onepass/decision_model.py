@@ -65,7 +65,8 @@ class Decision:
 class Page:
     """What a request's prompts show, and nothing else of it: the state and its images, the
     questions asked of them, the attention mode and the prompt techniques (prompt/ lays it out,
-    reader.py fits and reads it). The model, the calibration and the reasoning stay out."""
+    steps/engine_calls.py fits and reads it). The model, the calibration and the reasoning stay
+    out."""
     state: object
     questions: tuple[Question, ...]
     attention_mode: str = CAUSAL

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 
+from . import kinds
 from .api import Limits
 from .body import limits as body_limits
 from .decision_model import CAUSAL, Decision
@@ -22,7 +23,6 @@ from .steps import (fit, generate, images, parse, read, readout, render, reread,
                     think)
 from .steps.engine_calls import EngineCalls
 from .steps.record import Record, Serving
-from . import kinds
 
 BEFORE_ENGINE = (parse.parse, resolve.resolve, images.images)  # checked before any turn
 AT_ENGINE = (fit.fit, read.read, readout.readout, reread.reread, think.think,
@@ -40,7 +40,7 @@ class Pipeline:
         self.facts = facts
         self.turn = turn  # a decision's turn at the engine (server.Service.engine_turn)
         vision = self.profile.vision
-        self.limits = Limits(max_choice_options=kinds.option_cap(settings, facts),
+        self.limits = Limits(max_options=kinds.option_cap(settings, facts),
                              max_questions=settings.max_questions,
                              kinds={k.name: k.limit(settings, facts)
                                     for k in kinds.KINDS.values()},
@@ -71,7 +71,7 @@ def offline(api, body, *, layout=None, image_policy=None, max_questions: int = 4
     """(Decision, meta) for a body without a server or a profile (benches that call vLLM
     directly): the model as named, the mode asked for (else causal), `layout` for every read;
     images under image_policy (None: text only)."""
-    request = api.parse(body, None, Limits(max_choice_options=MAX_OPTIONS,
+    request = api.parse(body, None, Limits(max_options=MAX_OPTIONS,
                                            max_questions=max_questions))
     return Decision(model=request.model, state=request.state, questions=request.questions,
                     attention_mode=request.mode or CAUSAL, layout=layout,

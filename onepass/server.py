@@ -122,7 +122,7 @@ class Service:
         refused = "; ".join(f"{name} questions refused: {limit.refusal}"
                             for name, limit in pipe.limits.kinds.items() if limit.refusal)
         log.info("ready: %s via %s, up to %d options a question, two-way %s, option sets %s%s",
-                 self.profile.model_name, self.settings.vllm, pipe.limits.max_choice_options,
+                 self.profile.model_name, self.settings.vllm, pipe.limits.max_options,
                  "on" if pipe.facts.two_way else "off", "on" if pipe.facts.sets else "off",
                  f"; {refused}" if refused else "")
 

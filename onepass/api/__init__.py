@@ -16,7 +16,7 @@ from typing import Protocol
 @dataclass(frozen=True)
 class Limits:
     """This server's limits on a body: data given to parse, never a call back."""
-    max_choice_options: int  # options in one question: the contracts' cap (the Decisions
+    max_options: int  # options in one question: the contracts' cap (the Decisions
     # contract's "choices"), or fewer where a kind's labels cap them (kinds.option_cap)
     max_questions: int
     kinds: dict = field(default_factory=dict)  # kind name -> kinds.base.Limit: its cap per

@@ -57,7 +57,7 @@ def parse(body, files: dict | None, limits: Limits) -> Request:
                   f"{limits.max_questions} items, got {len(raw)}", "array_length")
     elif isinstance(raw, list):
         for i, q in enumerate(raw):
-            parsed = _question(q, ("questions", i), check, limits.max_choice_options, images)
+            parsed = _question(q, ("questions", i), check, limits.max_options, images)
             if parsed:
                 name, typed, question = parsed
                 names.append(name)

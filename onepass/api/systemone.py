@@ -125,7 +125,7 @@ def _question(q, loc, check, limits: Limits, kwargs):
     before = check.found
     instructions = check.text(q.get("instructions"), loc + ("instructions",))
     options = api.options(q.get("criteria"), loc + ("criteria",), check,
-                          limits.max_choice_options, instructions)
+                          limits.max_options, instructions)
     params = api.params(q, loc, check, kwargs)
     if check.found > before:
         return None

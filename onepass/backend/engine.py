@@ -57,7 +57,8 @@ class Engine:
         self._pieces = set_read.IdCache(set_read.PIECES_KEPT,
                                         set_read.PIECE_CHARS)  # its other pieces' ids
         self.two_way_budget = None  # the plugin's one-step budget in tokens, learnt from its
-        # first typed refusal (OverBudget); two-way reads are then fitted to it (reader.py)
+        # first typed refusal (OverBudget); two-way reads are then fitted to it
+        # (steps/engine_calls.py)
 
     # -- HTTP ---------------------------------------------------------------------------
     def _connection(self, fresh: bool) -> tuple[http.client.HTTPConnection, bool]:

@@ -4,7 +4,7 @@ vLLM aborts the rest.
 
 Owns: the streamed exchange (server-sent events on its own connection, never a pooled one: it
 may be cut mid-body) and collecting text, token log-probs and the prompt count from its chunks.
-Never: builds the request (generation.py does) or decides the deadline (think.py does).
+Never: builds the request (decoding.py does) or decides the deadline (steps/think.py does).
 """
 from __future__ import annotations
 

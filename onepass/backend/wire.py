@@ -6,7 +6,7 @@ times costs its prompt text, not 16 data URLs), and the caps on the bytes of bod
 to vLLM at once (Gate): one per server, and one per request (REQUEST, set while a request is
 answered, so that one request's many image bodies cannot take the whole server's cap).
 Also an image read's chat turns (messages). Never: builds the body's other fields
-(engine.py, generation.py do) or decides what to send.
+(engine.py, decoding.py do) or decides what to send.
 """
 from __future__ import annotations
 

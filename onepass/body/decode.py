@@ -21,9 +21,9 @@ import zlib
 from dataclasses import dataclass
 from itertools import accumulate
 
+from ..errors import InvalidRequest, PayloadTooLarge, Problem, UnsupportedMediaType
 from . import limits as body_limits, multipart
 from .limits import Limits
-from ..errors import InvalidRequest, PayloadTooLarge, Problem, UnsupportedMediaType
 
 SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 # Measured with tracemalloc (tests/unit/body/test_decode.py): a value costs json.loads at most ~182

@@ -6,7 +6,7 @@ rendering and schemas), its prompt lines, its plan (one generation, constrained 
 expression for a plain decimal; no read), its limits and settings, its calibration setting
 (number_confidence), its structured-outputs probe, reading the generated text into a value, its
 confidence, its answer (its payload: Written).
-Never: calls vLLM (backend/generation.py does) or decides when a question thinks first.
+Never: calls vLLM (backend/decoding.py does) or decides when a question thinks first.
 /v1/decisions has no numeric question (the OpenAI Decisions contract lists predicate, choice
 and score): the kind has no Decisions adapter, and that API says so (400).
 """

@@ -1,12 +1,12 @@
-"""The reader the steps share: fit a Page's questions into the context, read them, and send
-generations; what the steps need of the engine and the start-up facts, and nothing more.
+"""The engine calls the steps make: a Page's questions fitted into the context, then read, or
+a generation sent; what the steps need of the engine and the start-up facts, and nothing more.
 
 Owns: the budget a prompt is fitted to (the served context less the tokens that follow it;
 for two-way reads, the plugin's one-step budget once learnt), and what follows the plugin's
 refusal of a read for its one-step budget (options read as a set become listings; a two-way
 read is fitted to the budget the refusal taught the engine).
 Never: turns reads into probabilities (readout.py), decides what to read (fit.py) or sees more
-of the request than its prompts show (a decision.Page).
+of the request than its prompts show (a decision_model.Page).
 In: a Page (or a Read and a generation's settings). Out: Reads and their results (or a future
 of a generation).
 """
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..backend import decoding as generation
+from ..backend import decoding
 from ..decision_model import TWO_WAY, Page
 from ..errors import OverBudget
 from ..prompt import fitting
@@ -63,5 +63,5 @@ class EngineCalls:
 
     def generate(self, read, structured, max_tokens: int, stop=(), deadline=None):
         """A future of the generation's decision.Generated."""
-        return self.engine.submit(generation.generate, self.engine, read, structured,
+        return self.engine.submit(decoding.generate, self.engine, read, structured,
                                   max_tokens, stop, deadline)

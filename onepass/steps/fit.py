@@ -4,7 +4,7 @@ Owns: the split (each question's Plan from its kind; the label reads' Page: each
 first read in its place, further reads, such as a box's edges, after them), which
 reads are parts of another answer (never read again on their own), the request's work budget
 (work.py: refused over --max-reads before any call) and fitting the label reads into the
-context (reader.py, prompt/), to the plugin's two-way budget once it is known.
+context (engine_calls.py, prompt/), to the plugin's two-way budget once it is known.
 Never: knows a kind (no kind is named here), calls vLLM or turns reads into probabilities.
 In: the record with its Decision. Out: the record with its plans, budget and fitted reads.
 """

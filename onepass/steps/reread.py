@@ -14,10 +14,10 @@ from dataclasses import replace
 from typing import NamedTuple
 
 from .. import kinds, work
-from . import readout
 from ..decision_model import REREAD_FIRST_WEIGHT, Outcome, Page
 from ..errors import InvalidRequest
 from ..profile import MAX_REPEAT
+from . import readout
 from .record import Record
 
 

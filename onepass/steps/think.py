@@ -15,9 +15,9 @@ import time
 from dataclasses import dataclass, replace
 
 from .. import kinds, reasoning
-from . import reread
 from ..decision_model import CAUSAL, Outcome
 from ..prompt.neutral import neutral
+from . import reread
 from .record import Record
 
 

@@ -27,7 +27,7 @@ def from_body(api, body, files=None, policy=None, max_options=255,
               resolve_mode=lambda mode: mode or "causal"):
     """(Decision, meta): the adapter's parse, then what the pipeline's resolve and images steps
     do (a stub model name, the given mode rule, no overrides; images under `policy`)."""
-    request = api.parse(body, files, Limits(max_choice_options=max_options, max_questions=400))
+    request = api.parse(body, files, Limits(max_options=max_options, max_questions=400))
     if request.model not in ("jev-latest", "concrete"):
         raise ModelNotFound(f"Unknown model: {request.model}")
     mode = resolve_mode(request.mode)

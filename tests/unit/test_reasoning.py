@@ -15,7 +15,7 @@ from tests.support.kind_names import BOX, CHOICE, NOUL, NUMBER, SCORE
 from onepass.profile import load_profile
 from tests.support.paths import ROOT
 
-LIMITS = Limits(max_choice_options=255, max_questions=400)
+LIMITS = Limits(max_options=255, max_questions=400)
 Q = {"r": {"type": "noul", "instructions": "Refund?"}}
 
 

@@ -14,7 +14,7 @@ from onepass.api import Limits, decisions, systemone
 from onepass.api.checks import MAX_PROBLEMS
 from onepass.errors import InvalidRequest
 
-LIMITS = Limits(max_choice_options=255, max_questions=400)
+LIMITS = Limits(max_options=255, max_questions=400)
 N = 1000  # problems at n: a few ms here, few enough for the old code at 16n (minutes)
 SCALE, RATIO = 16, 64  # at SCALE x n against n
 

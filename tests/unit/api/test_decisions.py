@@ -127,7 +127,7 @@ class TestParse(unittest.TestCase):
         """decisions: attention_mode (extra_body, top level) and kwargs reach the Decision."""
         request = decisions.parse(body([PREDICATE], attention_mode="two-way",
                                        kwargs={"layout": {"repeat": 2}}), None,
-                                  Limits(max_choice_options=255, max_questions=400))
+                                  Limits(max_options=255, max_questions=400))
         seen = [request.overrides]
         d, _ = parse(body([PREDICATE], attention_mode="two-way", kwargs={"layout": {"repeat": 2}}))
         self.assertEqual((d.attention_mode, seen), ("bidirectional", [{"layout": {"repeat": 2}}]))

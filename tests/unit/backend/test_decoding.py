@@ -7,7 +7,7 @@ import types
 import unittest
 
 from onepass import kinds
-from onepass.backend import decoding as generation
+from onepass.backend import decoding
 from onepass.backend.engine import Engine
 from onepass.errors import EngineFailed, EngineUnavailable
 from onepass.decision_model import Read
@@ -36,7 +36,7 @@ def completion(text, finish="stop"):
 
 class TestBoxGeneration(unittest.TestCase):
     def test_the_body_and_its_reading(self):
-        """generation.generate: greedy, log-probs on, the schema under structured_outputs.json
+        """decoding.generate: greedy, log-probs on, the schema under structured_outputs.json
         on the chat route; the answer's text, (token, log-prob) pairs and prompt count come
         back; an answer without its choice or its usage is vLLM's failure (502)."""
         seen, schema = [], box.schema(1000)
@@ -46,7 +46,7 @@ class TestBoxGeneration(unittest.TestCase):
                             "logprobs": {"content": content}}], "usage": {"prompt_tokens": 90}}
         engine = engine_answering(200, doc, seen)
         read = Read("PROMPT", (), (), chat=("sys", "look: <image>"), images=("data:x",))
-        text, tokens, cut, prompt_tokens = generation.generate(engine, read, {"json": schema}, 40)
+        text, tokens, cut, prompt_tokens = decoding.generate(engine, read, {"json": schema}, 40)
         (path, sent), = seen
         self.assertEqual(path, "/v1/chat/completions")
         self.assertEqual((sent["model"], sent["temperature"], sent["max_tokens"], sent["logprobs"]),
@@ -56,19 +56,19 @@ class TestBoxGeneration(unittest.TestCase):
                                                                 ("]}", -0.01)], False))
         self.assertEqual(prompt_tokens, 90)
         with self.assertRaises(EngineFailed):
-            generation.generate(engine_answering(200, {"choices": []}), read, {"json": schema}, 40)
+            decoding.generate(engine_answering(200, {"choices": []}), read, {"json": schema}, 40)
         with self.assertRaises(EngineFailed):
-            generation.generate(engine_answering(200, {**doc, "usage": {}}), read,
+            decoding.generate(engine_answering(200, {**doc, "usage": {}}), read,
                                 {"json": schema}, 40)
         engine.close()
 
     def test_the_text_route_and_a_continued_answer_turn(self):
-        """generation.body: a read without images continues its prompt on /v1/completions
+        """decoding.body: a read without images continues its prompt on /v1/completions
         (no special tokens added, the sampled tokens' log-probs); with images and an answer
         turn already started (a thought), the chat route continues that assistant message;
         stop strings and no constraint for a thought."""
         engine = engine_answering(200, {})
-        route, sent = generation.body(engine, Read("PROMPT<think>", (), (), assistant="<think>"),
+        route, sent = decoding.body(engine, Read("PROMPT<think>", (), (), assistant="<think>"),
                                       None, 30, ("</think>",))
         self.assertEqual(route, "/v1/completions")
         self.assertEqual((sent["prompt"], sent["logprobs"], sent["add_special_tokens"],
@@ -76,7 +76,7 @@ class TestBoxGeneration(unittest.TestCase):
         self.assertNotIn("structured_outputs", sent)
         read = Read("P", (), (), chat=("sys", "see <image>"), images=("data:x",),
                     assistant="Let me think.\n")
-        route, sent = generation.body(engine, read, {"regex": "[0-9]+"}, 8)
+        route, sent = decoding.body(engine, read, {"regex": "[0-9]+"}, 8)
         self.assertEqual(route, "/v1/chat/completions")
         self.assertEqual(sent["messages"][-1], {"role": "assistant", "content": "Let me think.\n"})
         self.assertEqual((sent["continue_final_message"], sent["add_generation_prompt"],
@@ -86,7 +86,7 @@ class TestBoxGeneration(unittest.TestCase):
 
 class TestProbe(unittest.TestCase):
     def test_verdicts(self):
-        """generation.structured_outputs_live with the registry's probe (box's schema): a box
+        """decoding.structured_outputs_live with the registry's probe (box's schema): a box
         or null in the schema is live; a refusal, free text, numbers out of range or a cut
         generation are not; vLLM down raises."""
         probe = kinds.probe(SETTINGS)
@@ -100,14 +100,14 @@ class TestProbe(unittest.TestCase):
                 (200, completion('{"box":[1,2,3,4],"confidence":1}'), False),
                 (200, completion('{"box":[1,2,3,4]}', finish="length"), False)):
             seen = []
-            got, why = generation.structured_outputs_live(engine_answering(status, doc, seen),
+            got, why = decoding.structured_outputs_live(engine_answering(status, doc, seen),
                                                           probe)
             self.assertEqual(got, live, doc)
             self.assertEqual(bool(why), not live)
             self.assertEqual(seen[0][1]["structured_outputs"]["json"], box.schema(1000))
             self.assertEqual(seen[0][1]["max_tokens"], 48)
         with self.assertRaises(EngineUnavailable):
-            generation.structured_outputs_live(engine_answering(503, {"error": {"message": "x"}}),
+            decoding.structured_outputs_live(engine_answering(503, {"error": {"message": "x"}}),
                                                probe)
 
     def test_any_kinds_probe_and_none(self):
@@ -116,19 +116,19 @@ class TestProbe(unittest.TestCase):
         generates."""
         probe = Probe("Count: ", {"regex": "[0-9]+"}, 5, str.isdigit, "the digits pattern")
         seen = []
-        got, why = generation.structured_outputs_live(
+        got, why = decoding.structured_outputs_live(
             engine_answering(200, completion("twelve"), seen), probe)
         self.assertFalse(got)
         self.assertIn("under the digits pattern gave 'twelve'", why)
         self.assertEqual((seen[0][1]["prompt"], seen[0][1]["structured_outputs"]),
                          ("Count: ", {"regex": "[0-9]+"}))
-        self.assertEqual(generation.structured_engine(
+        self.assertEqual(decoding.structured_engine(
             engine_answering(200, completion('{"box":[1,2,3,4]}')), SETTINGS), "")
         saved = dict(kinds.KINDS)
         self.addCleanup(kinds.KINDS.update, saved)
         for name in ("box", "number"):  # no kind left that generates: nothing to check
             del kinds.KINDS[name]
-        self.assertEqual(generation.structured_engine(
+        self.assertEqual(decoding.structured_engine(
             engine_answering(200, completion("free text")), SETTINGS), "")
 
 

@@ -14,7 +14,7 @@ from onepass.backend import warmup
 from onepass.images import formats
 
 ADAPTERS = {"/v1/systemone": systemone, "/v1/decisions": decisions}
-LIMITS = Limits(max_choice_options=255, max_questions=400)
+LIMITS = Limits(max_options=255, max_questions=400)
 
 
 def parsed(route, body):

@@ -326,7 +326,7 @@ EMPTY = "data:image/png;base64,"
 
 
 def limits(most: int) -> Limits:
-    return Limits(max_choice_options=255, max_questions=400, max_images=most, model="tiny")
+    return Limits(max_options=255, max_questions=400, max_images=most, model="tiny")
 
 
 def bodies() -> dict:

@@ -24,7 +24,7 @@ from tests.support.paths import ROOT
 # The known box, exact in binary so equality is exact: left, top, right, bottom.
 KNOWN = (0.25, 0.125, 0.75, 0.625)
 ORIGINAL, RESIZED = (640, 480), (300, 200)  # the resize stretches: the aspect changes
-SERVED = Limits(max_choice_options=255, max_questions=400, kinds={BOX: Limit(most=2)})
+SERVED = Limits(max_options=255, max_questions=400, kinds={BOX: Limit(most=2)})
 IMAGE = "data:image/png;base64," + base64.b64encode(png(4, 3, (200, 30, 30))).decode()
 
 

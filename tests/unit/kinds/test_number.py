@@ -19,7 +19,7 @@ from onepass.kinds.base import Job, Limit
 from onepass.prompt.fitting import Selection
 from onepass.steps.record import Record
 
-SERVED = Limits(max_choice_options=255, max_questions=400,
+SERVED = Limits(max_options=255, max_questions=400,
                 kinds={NUMBER: Limit(most=2), BOX: Limit(most=4)})
 PROFILE = types.SimpleNamespace(calibration=types.SimpleNamespace(number_confidence=None),
                                 vision=None)

@@ -6,7 +6,7 @@ Run: python3 -S -m unittest tests.unit.steps.test_engine_calls
 """
 import unittest
 
-from onepass.backend import decoding as generation
+from onepass.backend import decoding
 from onepass.backend.probes import Facts
 from onepass.decision_model import CAUSAL, TWO_WAY, Option, Question, Read, ReadResult
 from onepass.errors import InvalidRequest, OverBudget, Problem
@@ -120,11 +120,11 @@ class TestEngineCalls(unittest.TestCase):
         self.assertIn(state, loose[0].prompt)
 
     def test_generate_hands_the_read_and_settings_to_the_engine(self):
-        """generate: one engine submit of generation.generate with every setting, its future."""
+        """generate: one engine submit of decoding.generate with every setting, its future."""
         r = reader(4096)
         read = Read("p", (), ())
         self.assertEqual(r.generate(read, {"regex": "[0-9]+"}, 24, ("\n",), 12.5), "future")
-        self.assertEqual(r.engine.submitted, [(generation.generate, (
+        self.assertEqual(r.engine.submitted, [(decoding.generate, (
             r.engine, read, {"regex": "[0-9]+"}, 24, ("\n",), 12.5))])
 
 

@@ -17,7 +17,7 @@ from tests.support.records import SETTINGS, serving
 
 BODY = {"model": "jev-latest", "state": "The customer was charged twice.",
         "questions": {"refund": {"type": "noul", "instructions": "Refund?"}}}
-SERVING = replace(serving(), limits=Limits(max_choice_options=8, max_questions=400),
+SERVING = replace(serving(), limits=Limits(max_options=8, max_questions=400),
                   body_limits=body_limits.limits(SETTINGS))
 
 
