@@ -40,18 +40,19 @@ def post_corpus(server, out: Path, vision: bool) -> None:
 def record(args, tape: Tape, out: Path) -> list[str]:
     """The corpus through a recording shim; what went wrong (nothing: [])."""
     environ = {k: v for k, v in os.environ.items() if k == "ONEPASS_VLLM_KEY"}
-    server = replay_shim.start(tape.meta["argv"], args.vllm, recording(tape), environ)
-    try:
-        post_corpus(server, out, args.vision)
-    finally:
-        stop_shim(server)
+    with replay_shim.without_zstd():
+        server = replay_shim.start(tape.meta["argv"], args.vllm, recording(tape), environ)
+        try:
+            post_corpus(server, out, args.vision)
+        finally:
+            stop_shim(server)
     failures = server.service.engine.failures
     return [f"a vLLM call failed while recording: {f}" for f in failures]
 
 
 def verify(tape: Tape, recorded: Path, vision: bool) -> list[str]:
     """The tape replayed: what differs from the recording (nothing: [])."""
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, replay_shim.without_zstd():
         replayed = Path(tmp) / "replayed.jsonl"
         server = replay_shim.replay(tape)
         try:
