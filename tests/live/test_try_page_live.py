@@ -70,7 +70,8 @@ def test_raw_view_is_the_uncalibrated_read(stack, watched):
         send(page)
     page.wait_for_selector(".bar[data-raw-p]")
     raw_body = json.loads(raw_sent.value.post_data)
-    assert raw_body["kwargs"]["calibration"] == UNTEMPERED
+    # the calibration off: every kind's own setting at its default too (no number fit)
+    assert raw_body["kwargs"]["calibration"] == {**UNTEMPERED, "number_confidence": None}
     _, _, calibrated = stack.request("POST", "/v1/systemone", EXAMPLE["text"])
     _, _, raw = stack.request("POST", "/v1/systemone", raw_body)
     assert raw["answers"] != calibrated["answers"]  # the two views differ on this model
