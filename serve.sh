@@ -148,7 +148,8 @@ setup() {
 
 verify() {
   # Every file vLLM will import is checked against a recorded sha256: the wheel's RECORD for
-  # vLLM (or the patch marker's digests with VLLM_PATCHES=1), engine/SHA256SUMS for the plugin.
+  # vLLM (or the patch marker's digests with VLLM_PATCHES=1), engine/SHA256SUMS for the plugin
+  # (and, with VLLM_PATCHES=1, for the key guard it loads from engine/).
   # The plugin then checks vLLM's version and the signatures it wraps when vLLM loads it.
   say "verify: start"
   if [ "$PATCHES" = 1 ]; then
@@ -199,9 +200,15 @@ vllm_command() {  # VLLM_CMD, VLLM_ENV (NAME=value: start_vllm exports them) and
   [ "$DEVICE" = cpu ] &&
     VLLM_ENV+=("VLLM_CPU_OMP_THREADS_BIND=${VLLM_CPU_OMP_THREADS_BIND:-0-$(($(nproc) - 1))}")
   [ -z "${ONEPASS_MODEL:-}" ] && VLLM_ENV+=(HF_HUB_OFFLINE=1)
-  local backend="" guard=""
+  local backend=""
+  # vLLM checks its key under /v1 only; /invocations answers completions without it: the
+  # guard holds every route but /health and /metrics to the key, in both venvs
+  local guard="--middleware onepass_engine.guard.Guard"
   if [ "$PATCHES" = 1 ]; then
     VLLM_ENV+=("VLLM_PLUGINS=${VLLM_PLUGINS-}")
+    # the patched venv has no plugin (.pth): engine/ on the path for the guard alone (its
+    # package imports nothing at load; with no plugin named, none of its hooks runs)
+    VLLM_ENV+=("PYTHONPATH=$ROOT/engine${PYTHONPATH:+:$PYTHONPATH}")
   else
     # onepass_batch_invariant: each answer computed the same way whatever shares its engine
     # step or the prefix cache (CPU attention per query token; docs/determinism.md).
@@ -211,9 +218,6 @@ vllm_command() {  # VLLM_CMD, VLLM_ENV (NAME=value: start_vllm exports them) and
     # Two-way rows need a backend that reads per-row causal flags; on CUDA vLLM would pick
     # FlashAttention 2/3, which the plugin refuses at start-up.
     [ "$DEVICE" = gpu ] && backend="--attention-backend TRITON_ATTN"
-    # vLLM checks its key under /v1 only; /invocations answers completions without it: the
-    # guard holds every route but /health and /metrics to the key (engine/, on the venv's path)
-    guard="--middleware onepass_engine.guard.Guard"
   fi
   # GPU: set reads run in vLLM's V1 model runner only (the plugin refuses them on V2, CUDA's
   # default), so a profile that reads its choices as sets starts vLLM on V1.

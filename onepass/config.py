@@ -44,13 +44,13 @@ SETTINGS = {
                         "values in a request's JSON (strings, numbers, objects, arrays), counted "
                         "before it is parsed; more: 413"),
     "body_budget_bytes": (int, 128 << 20, "ONEPASS_BODY_BUDGET_BYTES",
-                          "bytes request bodies hold while read, decoded and parsed, every "
-                          "request together (a larger one goes alone); a request waits for room"),
+                          "bytes request bodies hold while read (claimed as they arrive), "
+                          "decoded and parsed, every request together; a request waits for room"),
     "body_budget_per_source": (int, 0, "ONEPASS_BODY_BUDGET_PER_SOURCE",
                                "bytes of the body budget one address's requests hold together; "
-                               "a body's claim past it is a 529 at once (0 = a quarter of "
-                               "body_budget_bytes; one request larger than it goes beside the "
-                               "budget, one at a time)"),
+                               "a body's first claim past it is a 529 at once (0 = a quarter of "
+                               "body_budget_bytes; a request larger than it goes beside the "
+                               "budget, one per address)"),
     "body_budget_wait_s": (float, 5.0, "ONEPASS_BODY_BUDGET_WAIT_S",
                            "longest wait for room in the body budget; then 529 with "
                            "retry-after-ms"),

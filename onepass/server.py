@@ -135,14 +135,14 @@ class Service:
         self.pipeline = Pipeline(self.settings, self.engine, self.images, facts,
                                  turn=self.engine_turn)
 
-    def claim_body(self, hold: body_budget.Hold, headers, length: int) -> int:
-        """Before an admitted request's body is read: what the body may take, claimed of the
-        body budget in `hold` (which its caller releases once answered); the wire limit. Past
-        the wire limit a 413; no room for the claim in time a 529."""
+    def claim_body(self, hold: body_budget.Hold, headers, length: int):
+        """Before an admitted request's body is read: (its wire limit, the claim its reading
+        calls with each piece's bytes before reading them, taken of the body budget in `hold`,
+        which its caller releases once answered). Past the wire limit a 413 and an unknown
+        coding a 415, before anything is claimed; no room for a piece in time a 529."""
         # admitted: the service is ready, so its pipeline is there
-        claim, limit = body_limits.claim(headers, length, self.pipeline.body_limits)
-        hold.take(claim)
-        return limit
+        limit = body_limits.wire_limit(headers, length, self.pipeline.body_limits)
+        return limit, lambda n: hold.take(body_limits.reading(n))
 
     def warm(self, adapter, doc: dict) -> dict:
         """One warm-up request through the whole path, its engine work timed like a client's

@@ -1,12 +1,13 @@
-"""What one request body may hold, and what it claims of the body budget before it is read.
+"""What one request body may hold, and what it claims of the body budget as it is read.
 
 Owns: the limits (Limits: the JSON's own bytes once decoded, a vision profile's images beside
 them, the wire, the JSON's values and nesting, the longest string), the limits of the settings
-and their profile, the claim a body of a given length makes before it is read and what its
-decoding claims once it is in, and which Content-Encoding this server decodes (one layer of gzip, deflate or zstd), judged from
-the header before anything is claimed.
+and their profile, the wire limit judged from a body's head, what each piece of a body claims
+as it is read and what its decoding claims once it is in, and which Content-Encoding this
+server decodes (one layer of gzip, deflate or zstd), judged from the header before anything is
+claimed.
 Never: reads, decodes or parses a body (body.py does).
-In: the settings, a body's length and headers. Out: Limits, a claim.
+In: the settings, a body's length and headers. Out: Limits, a wire limit, claims.
 """
 from __future__ import annotations
 
@@ -14,7 +15,6 @@ import sys
 from dataclasses import dataclass
 
 from ..decision_model import MAX_STATE_BYTES
-from ..edge.framing import CHUNKED
 from ..errors import PayloadTooLarge, UnsupportedMediaType
 
 try:  # Python 3.14+
@@ -77,19 +77,24 @@ def limits(settings) -> Limits:
                   settings.max_json_values, string_bytes=max(MAX_STATE_BYTES, image))
 
 
-def claim(headers, length: int, lim: Limits) -> tuple[int, int]:
-    """(bytes, wire limit) of a body of `length` wire bytes (framing.CHUNKED: not known): what
-    reading it holds, claimed of the body budget before it is read (a chunked body: its growing
-    buffer, then its bytes). What decoding, counting and parsing hold is taken once the body
-    is in (decode_claim, body.read), so a slow sender holds no more than its body. Past the
-    wire limit a 413, a coding this server does not decode a 415: both before anything is
-    claimed."""
+def wire_limit(headers, length: int, lim: Limits) -> int:
+    """The wire limit of a body of `length` bytes (framing.CHUNKED: not known), judged from
+    its head before anything is claimed or read: past the limit a 413, a coding this server
+    does not decode a 415. Nothing is claimed for a body it has not received: reading claims
+    each piece as it comes (reading), decoding, counting and parsing what they hold once the
+    body is in (decode_claim, body.read), so a slow sender holds no more than it sent."""
     wire = lim.wire
     if length > wire:
         raise PayloadTooLarge(f"the body is {length} bytes; this server accepts at most {wire} "
                               "bytes per request")
     checked_layers(headers.get("Content-Encoding", ""))
-    return (2 * wire if length == CHUNKED else length), wire
+    return wire
+
+
+def reading(n: int) -> int:
+    """What n more bytes of a body being read hold: themselves and the slack of the buffer
+    they grow (an eighth, as io.BytesIO grows)."""
+    return n + n // 8
 
 
 def decode_claim(size: int, content_encoding: str, lim: Limits) -> int:

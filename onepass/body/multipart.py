@@ -12,6 +12,9 @@ from __future__ import annotations
 from ..errors import InvalidRequest, Problem
 
 MAX_PARTS = 32  # a multipart body's parts, the request included
+# One part's headers (after its boundary line, up to the blank line): clients send two or
+# three short lines. Found within these bytes, counted before anything is decoded or split.
+MAX_PART_HEAD_BYTES, MAX_PART_HEAD_LINES = 8192, 32
 
 
 def split(body: bytes, params: str) -> tuple[bytes, str, dict]:
@@ -39,7 +42,8 @@ def param(params: str, name: str) -> str | None:
 def _parts(body: bytes, boundary: bytes) -> dict:
     """{name: (bytes, content type)}; every part needs a unique form-data name. Parts are found
     one at a time and each is copied once, so a body of many tiny parts is refused at part
-    MAX_PARTS + 1 without splitting the rest of it."""
+    MAX_PARTS + 1 without splitting the rest of it; a part's headers are looked for within
+    MAX_PART_HEAD_BYTES and their lines counted before any is decoded or split."""
     def bad(msg):
         return InvalidRequest([Problem((), f"malformed multipart body: {msg}", "value_error")])
     delimiter = b"--" + boundary
@@ -52,11 +56,16 @@ def _parts(body: bytes, boundary: bytes) -> dict:
         if body.startswith(b"--", at):  # the closing delimiter
             return parts
         end = body.find(between, at)
-        blank = body.find(b"\r\n\r\n", at, len(body) if end < 0 else end)
         if end < 0:
             raise bad("no closing boundary")
+        head_end = min(end, at + MAX_PART_HEAD_BYTES + 4)  # the boundary line's CRLF besides
+        blank = body.find(b"\r\n\r\n", at, head_end)
+        if blank < 0 and head_end < end:
+            raise bad(f"a part's headers are longer than {MAX_PART_HEAD_BYTES} bytes")
         if blank < 0:
             raise bad("a part without a blank line after its headers")
+        if body.count(b"\r\n", at, blank) > MAX_PART_HEAD_LINES:
+            raise bad(f"a part has more than {MAX_PART_HEAD_LINES} header lines")
         headers = {}
         for line in body[at:blank].decode("utf-8", "replace").split("\r\n")[1:]:
             key, _, value = line.partition(":")

@@ -156,11 +156,12 @@ class Handler(socketserver.BaseRequestHandler):
                 return status, adapter, {}
             hold = service.bodies.hold(source)  # the body's bytes in the body budget
             try:
-                limit = service.claim_body(hold, head.fields, unread)  # 413; 529 past a wait
+                limit, claim = service.claim_body(hold, head.fields, unread)  # 413, 415
                 if unread and "100-continue" in head.fields.tokens("expect") and not head.http10:
                     self.request.sendall(b"HTTP/1.1 100 Continue\r\n\r\n")
                 reading = True
-                raw = framing.read_body(self.rfile, unread, limit)
+                # each piece claimed as it comes (529 past a wait): a head holds nothing
+                raw = framing.read_body(self.rfile, unread, limit, claim)
                 reading, unread = False, 0
                 self.reader.end()  # answering is bounded by the engine timeouts, not this one
                 self.conn.set(WORKING)

@@ -2,8 +2,9 @@
 
 Owns: the request line, header field syntax and limits, which framing a body uses (Content-Length
 as 1*DIGIT, or Transfer-Encoding exactly `chunked` with plain-hex sizes), reading a body without
-ever reading past the size limit (a chunked one into one buffer, its chunks averaging a
-floor size), and a socket reader whose every wait counts against one deadline.
+ever reading past the size limit (into one buffer a piece at a time, each piece claimed before
+it is read; a chunked body's chunks averaging a floor size, its extensions counted), and a
+socket reader whose every wait counts against one deadline.
 Never: routes, authenticates or decodes Content-Encoding. Anything ambiguous is MalformedHttp: the
 server answers it once and closes, so a body can never be read as a second request.
 In: a socket. Out: a Head, then the body bytes; or a typed error.
@@ -26,6 +27,7 @@ CHUNKED = -1  # body_length's answer for a chunked body
 # times the time of the same bytes in one piece. Past the first FREE_CHUNKS, chunks must
 # average MIN_CHUNK_BYTES (clients send 4 KiB and up; a 12 MiB body: at most ~50,000 chunks).
 FREE_CHUNKS, MIN_CHUNK_BYTES = 1024, 256
+PIECE = 64 * 1024  # a body is read, and claimed of the body budget, this much at a time
 TOKEN = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 BAD_VALUE = re.compile(rb"[\x00-\x08\x0a-\x1f\x7f]")  # control characters other than HTAB
 DIGITS = re.compile(rb"[0-9]{1,18}")  # a Content-Length: no sign, no space, no underscore
@@ -177,12 +179,16 @@ def check_length(length: int, limit: int) -> None:
                               f"{limit} bytes per request")
 
 
-def read_body(rfile, length: int, limit: int) -> bytes:
-    """The body, never reading past `limit` bytes of it."""
+def read_body(rfile, length: int, limit: int, claim=None) -> bytes:
+    """The body, never reading past `limit` bytes of it (a chunked body's extensions count).
+    It is read a piece at a time, and `claim(n)` is called before n more bytes are read: what
+    a body holds grows with the bytes that arrive, never with what its head promises (a head
+    and nothing more holds nothing)."""
+    reader = _Pieces(rfile, claim)
     if length != CHUNKED:
         check_length(length, limit)
-        return _exactly(rfile, length)
-    body, chunks = bytearray(), 0
+        return reader.read(length)
+    wire, chunks = 0, 0  # the data and its extensions
     while True:
         line = _line(rfile, MAX_LINE_BYTES, MalformedHttp)
         match = CHUNK_SIZE.fullmatch(line)
@@ -190,20 +196,49 @@ def read_body(rfile, length: int, limit: int) -> bytes:
             raise MalformedHttp("a chunk size must be 1 to 16 hex digits, optionally followed by "
                                 "extensions (no sign, spaces or underscores)")
         size = int(match.group(1), 16)
+        wire += len(line) - len(match.group(1))  # extensions are read, so they count
+        if wire + size > limit:
+            raise PayloadTooLarge(f"the body exceeds this server's limit of {limit} bytes "
+                                  "per request (chunk extensions count)")
         if size == 0:
             read_fields(rfile)  # the trailer section: bounded like the head, then ignored
-            return bytes(body)
+            return reader.body()
         chunks += 1
-        if len(body) + size > limit:
-            raise PayloadTooLarge(f"the body exceeds this server's limit of {limit} bytes "
-                                  "per request")
-        if chunks > FREE_CHUNKS + (len(body) + size) // MIN_CHUNK_BYTES:
+        wire += size
+        if chunks > FREE_CHUNKS + (reader.size + size) // MIN_CHUNK_BYTES:
             raise MalformedHttp(f"the body's chunks are too small: past {FREE_CHUNKS} chunks "
                                 f"they must average at least {MIN_CHUNK_BYTES} bytes (send "
                                 "larger chunks, or a Content-Length)")
-        body += _exactly(rfile, size)
+        reader.add(size)
         if _exactly(rfile, 2) != b"\r\n":
             raise MalformedHttp("chunk data must be followed by CRLF")
+
+
+class _Pieces:
+    """A body gathered in one growing buffer (handed on without a copy), PIECE bytes at a
+    time, each piece claimed before it is read."""
+
+    def __init__(self, rfile, claim):
+        self.rfile, self.claim, self.buffer = rfile, claim, io.BytesIO()
+
+    @property
+    def size(self) -> int:
+        return self.buffer.tell()
+
+    def add(self, n: int) -> None:
+        while n:
+            piece = min(n, PIECE)
+            if self.claim is not None:
+                self.claim(piece)
+            self.buffer.write(_exactly(self.rfile, piece))
+            n -= piece
+
+    def read(self, n: int) -> bytes:
+        self.add(n)
+        return self.body()
+
+    def body(self) -> bytes:
+        return self.buffer.getvalue()
 
 
 def _exactly(rfile, n: int) -> bytes:

@@ -59,16 +59,18 @@ class Rules:
     resolve: object = socket.getaddrinfo  # host, port -> addrinfo list; tests swap it too
 
 
-def fetch(url: str, rules: Rules = Rules()) -> tuple[bytes, str]:
+def fetch(url: str, rules: Rules = Rules(), claim=None) -> tuple[bytes, str]:
     """(body, content type) of an image link; FetchRefused naming the rule the link itself
-    breaks, or NOT_FETCHED for anything after (the cause logged with the link's origin)."""
+    breaks, or NOT_FETCHED for anything after (the cause logged with the link's origin).
+    `claim(n)` is called before each read of up to n bytes of the image (its refusal, a 529,
+    ends the fetch), so what a fetch holds grows with what arrives."""
     try:
         parts = _parts(url, rules)
     except FetchRefused:
         telemetry.image_fetch("refused")
         raise
     try:
-        found = _fetch(url, parts, rules)
+        found = _fetch(url, parts, rules, claim)
     except _NotFetched as e:
         telemetry.image_fetch(e.outcome)
         scheme, host, port, _ = parts
@@ -79,7 +81,7 @@ def fetch(url: str, rules: Rules = Rules()) -> tuple[bytes, str]:
     return found
 
 
-def _fetch(url: str, parts: tuple, rules: Rules) -> tuple[bytes, str]:
+def _fetch(url: str, parts: tuple, rules: Rules, claim) -> tuple[bytes, str]:
     deadline = time.monotonic() + TOTAL_STEPS * rules.timeout_s
     for _ in range(MAX_REDIRECTS + 1):
         scheme, host, port, target = parts
@@ -104,7 +106,7 @@ def _fetch(url: str, parts: tuple, rules: Rules) -> tuple[bytes, str]:
                 raise _NotFetched(f"the content type is {kind[:64]!r}, not image/*")
             if _declared_over(response.getheader("Content-Length") or "", rules.max_bytes):
                 raise _NotFetched(f"the image is larger than {rules.max_bytes} bytes")
-            return _read_capped(response, rules.max_bytes, deadline), kind
+            return _read_capped(response, rules.max_bytes, deadline, claim), kind
         except _Late:
             raise _Failed(f"the fetch took too long (over {TOTAL_STEPS} x {rules.timeout_s} s)"
                           ) from None
@@ -143,11 +145,14 @@ def base64_size(n: int) -> int:
     return 4 * -(-n // 3) + 64
 
 
-def _read_capped(response, max_bytes: int, deadline: float) -> bytes:
-    """The body in chunks, refused once it passes max_bytes or the deadline; gathered in one
-    growing buffer whose bytes are handed on without a copy (not a list of chunks, joined)."""
+def _read_capped(response, max_bytes: int, deadline: float, claim=None) -> bytes:
+    """The body in chunks, each claimed (with its buffer's slack) before it is read, refused
+    once it passes max_bytes or the deadline; gathered in one growing buffer whose bytes are
+    handed on without a copy (not a list of chunks, joined)."""
     body = io.BytesIO()
     while True:
+        if claim is not None:
+            claim(CHUNK + CHUNK // 8)
         chunk = response.read1(CHUNK)  # each read ends by the deadline (_Deadline)
         if not chunk:
             return body.getvalue()

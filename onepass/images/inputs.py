@@ -165,8 +165,8 @@ class Collector:
 def resolve(sources, policy: Policy | None, hold=None) -> tuple:
     """The Images of a request's sources, in label order: links fetched, bytes checked. Every
     refusal is a problem naming the image, all raised as one InvalidRequest. No policy (or no
-    vision settings): a text-only model. With the request's `hold` on the body budget, what
-    its links may fetch is claimed before fetching and what they keep held after."""
+    vision settings): a text-only model. With the request's `hold` on the body budget, each
+    link's bytes are claimed as they arrive and what they keep is held after."""
     if not sources:
         return ()
     problems = []
@@ -179,11 +179,9 @@ def resolve(sources, policy: Policy | None, hold=None) -> tuple:
     else:
         links = [s for s in sources if s.kind == "link"] if policy.links and hold else []
         base = hold.held if links else 0
-        if links:  # each: its bytes (fetch._read's buffer grows by an eighth), its data URL
-            hold.take(len(links) * (vision.max_bytes * 9 // 8 + fetch.base64_size(
-                vision.max_bytes)))
+        claim = hold.shared() if links else None  # each fetch claims its bytes as they come
         with ThreadPoolExecutor(MAX_FETCHES, thread_name_prefix="image") as pool:
-            found = list(pool.map(lambda s: _image(s, policy), sources))
+            found = list(pool.map(lambda s: _image(s, policy, claim), sources))
         if links:  # what the fetched images keep: their bytes, later their data URLs
             hold.resize(base + sum(len(i.data) + fetch.base64_size(len(i.data))
                                    for s, i in zip(sources, found)
@@ -279,7 +277,7 @@ def _part_url(part: dict):
     return url.get("url") if isinstance(url, dict) else url
 
 
-def _image(source: Source, policy: Policy):
+def _image(source: Source, policy: Policy, claim=None):
     """An Image, or the reason it is refused (never the link or the bytes)."""
     v = policy.vision
     try:
@@ -291,7 +289,7 @@ def _image(source: Source, policy: Policy):
             return formats.from_bytes(source.value, v.max_bytes, v.max_pixels)
         if policy.links is None:
             return "image links are switched off on this server; send the image inline"
-        data, _ = fetch.fetch(source.value, policy.links)
+        data, _ = fetch.fetch(source.value, policy.links, claim)
         return formats.from_bytes(data, v.max_bytes, v.max_pixels)
     except (formats.BadImage, fetch.FetchRefused) as e:
         return str(e)

@@ -93,15 +93,16 @@ def access_lines(stack) -> list[dict]:
     return lines
 
 
-def test_a_client_that_leaves_stops_its_engine_work(stack, head=b""):
-    """vLLM computes for the decision while its client waits; once the client closes, vLLM's
-    token count stops growing within stop_bound of the step time measured here, and grows no
-    more for a further while; the access log says 499 and the metric counts it; the connected
-    twin gets its answer."""
-    before = shim_metric(stack, "onepass_abandoned_requests_total")
+def leave_and_settle(stack, head=b"", before_close=None) -> tuple:
+    """BODY sent (`head` first) until vLLM works on its reads, `before_close(sock)` if given,
+    then the client closes: vLLM's token count must stop growing within stop_bound of the step
+    time measured here. (opened, sent, stopped, tokens): when it was sent and closed
+    (monotonic), how long after the close the count stopped, and the count then."""
     opened = time.monotonic()
     sock = send(stack.url, BODY, head)
     step_s = step_seconds(stack.vllm_url, opened + 30)  # vLLM works on its reads
+    if before_close is not None:
+        before_close(sock)
     sent = time.monotonic()
     sock.close()
     bound = stop_bound(step_s)
@@ -109,6 +110,16 @@ def test_a_client_that_leaves_stops_its_engine_work(stack, head=b""):
     print(f"step {step_s:.3f} s; tokens stopped {stopped:.3f} s after the close (bound "
           f"{bound:.3f} s)")
     assert stopped <= bound, (stopped, bound, step_s)
+    return opened, sent, stopped, tokens
+
+
+def test_a_client_that_leaves_stops_its_engine_work(stack, head=b""):
+    """vLLM computes for the decision while its client waits; once the client closes, vLLM's
+    token count stops growing within stop_bound of the step time measured here, and grows no
+    more for a further while; the access log says 499 and the metric counts it; the connected
+    twin gets its answer."""
+    before = shim_metric(stack, "onepass_abandoned_requests_total")
+    opened, sent, stopped, tokens = leave_and_settle(stack, head)
     assert shim_metric(stack, "onepass_abandoned_requests_total") == before + 1
     left = [x for x in access_lines(stack) if x["status"] == 499]
     assert left and "engine_tokens" in left[-1], left

@@ -1,5 +1,6 @@
 """Test helpers for the HTTP edge, standard library only: raw requests over a socket, a reader
-that accepts only complete HTTP responses, a connected pair of sockets, and the shim as its own
+that accepts only complete HTTP responses, connected pairs of sockets (a socketpair, a TCP
+connection on 127.0.0.1), and the shim as its own
 process (`python3 -I -S shim.py`) in front of tests/support/fake_engine.py, with its resident
 memory.
 """
@@ -61,6 +62,17 @@ def socket_pair(test) -> tuple[socket.socket, socket.socket]:
     test.addCleanup(a.close)
     test.addCleanup(b.close)
     return a, b
+
+
+def tcp_pair(test) -> tuple[socket.socket, socket.socket]:
+    """(server side, client side) of a TCP connection on 127.0.0.1, both closed when `test`
+    ends: what a client's FIN or reset does to the server side, as the shim sees it."""
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        client = socket.create_connection(listener.getsockname()[:2], timeout=5)
+        server_side, _ = listener.accept()
+    test.addCleanup(server_side.close)
+    test.addCleanup(client.close)
+    return server_side, client
 
 
 def request(method: str, path: str, body: bytes = b"", headers: dict | None = None) -> bytes:

@@ -242,6 +242,23 @@ class Settings(unittest.TestCase):
         self.assertEqual(vllm.env["VLLM_PLUGINS"], "onepass_two_way")
         self.assertEqual(vllm.flag("--attention-backend"), "TRITON_ATTN")
 
+    def test_stock_vllm_with_patches_keeps_the_key_guard(self):
+        """VLLM_PATCHES=1 (stock vLLM, no plugin, no engine/ .pth in its venv): the guard that
+        holds /invocations and /generative_scoring to vLLM's key is still passed, importable
+        from engine/ on PYTHONPATH, and no plugin is loaded (it was left out before: every route
+        but /v1 answered any local process)."""
+        for device in ("cpu", "gpu"):
+            vllm = self.run_one(ONEPASS_PROFILE=DEFAULT, ONEPASS_DEVICE=device,
+                                VLLM_PATCHES="1")["vllm"]
+            self.assertEqual(vllm.flag("--middleware"), "onepass_engine.guard.Guard", device)
+            self.assertEqual(vllm.env["PYTHONPATH"].split(":")[0], str(ROOT / "engine"))
+            self.assertTrue((ROOT / "engine" / "onepass_engine" / "guard.py").is_file())
+            self.assertEqual((vllm.env["VLLM_PLUGINS"], vllm.env["VLLM_API_KEY"]),
+                             ("", "<fresh at start>"))
+            self.assertTrue(vllm.argv[0].endswith("/venv/bin/python"))
+        plain = self.run_one(ONEPASS_PROFILE=DEFAULT, ONEPASS_DEVICE="cpu")["vllm"]
+        self.assertNotIn("PYTHONPATH", plain.env)  # the plugin's venv has engine/ on its path
+
     def test_extra_vllm_args_come_last(self):
         vllm = self.run_one(ONEPASS_PROFILE=DEFAULT, ONEPASS_DEVICE="gpu",
                             ONEPASS_VLLM_ARGS="--gpu-memory-utilization 0.9")["vllm"]

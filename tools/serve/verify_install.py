@@ -11,7 +11,8 @@ Owns: the plugin's registration (a .pth naming this repo's engine/ plus a dist-i
 entry point) and the integrity checks. The plugin runs from the repo, so the files checked against
 engine/SHA256SUMS are the files vLLM imports. A venv patched with vllm_patches/ (see
 tools/serve/vllm_patches.py) may differ from RECORD only in the files its marker names, with the
-digests it records; the plugin's venv may not differ at all.
+digests it records (its vLLM loads only the key guard from engine/, checked against
+engine/SHA256SUMS too); the plugin's venv may not differ at all.
 Limit: this catches drift and edits to installed files, not an attacker who can also rewrite
 this script or the byte-code caches (RECORD lists no digest for *.pyc).
 """
@@ -164,14 +165,14 @@ def check_vllm(site: Path, allow_patches: bool) -> list[str]:
 
 def verify(venv: Path, allow_patches: bool) -> int:
     site = site_packages(venv)
-    problems = check_vllm(site, allow_patches)
-    if not allow_patches:
-        problems = check_plugin_sums() + check_registration(site) + problems
+    # engine/ either way: the patched venv's vLLM loads the key guard from it (serve.sh)
+    registration = [] if allow_patches else check_registration(site)
+    problems = check_plugin_sums() + registration + check_vllm(site, allow_patches)
     for p in problems:
         print(f"verify_install: {p}", file=sys.stderr)
     if problems:
         return 3
-    what = "vLLM (patched as its marker says)" if allow_patches else "engine/ and vLLM"
+    what = "engine/ and vLLM" + (" (patched as its marker says)" if allow_patches else "")
     print(f"verified {what}: every file matches its recorded sha256")
     return 0
 

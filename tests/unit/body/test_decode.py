@@ -316,7 +316,7 @@ class TestBudget(unittest.TestCase):
         wide_doc = json.dumps({"state": "😀" + "x" * 100_000}, ensure_ascii=False).encode()
         held = {}
         for name, doc in (("ascii", ascii_doc), ("wide", wide_doc)):
-            hold = FakeHold(body_limits.claim({}, len(doc), limits())[0])
+            hold = FakeHold(body_limits.reading(len(doc)))  # as read off the wire
             body.read(doc, {}, limits(), hold)
             held[name] = max(hold.sizes)
             self.assertGreaterEqual(held[name], 3 * len(doc))

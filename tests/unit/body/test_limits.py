@@ -1,6 +1,7 @@
 """Stdlib-only tests of what a request body may hold (onepass/body_limits.py): the limits of the
-settings and their profile (a vision profile's images beside the JSON), the claim a body of a
-given length and coding makes on the body budget before it is read, and a header's codings.
+settings and their profile (a vision profile's images beside the JSON), the wire limit judged
+from a body's head (nothing claimed for bytes not yet sent), what each piece read claims and
+what decoding claims once the body is in, and a header's codings.
 Run: python3 -S -m unittest tests.unit.body.test_limits
 """
 import unittest
@@ -40,20 +41,21 @@ class TestLimits(unittest.TestCase):
 
 
 class TestClaim(unittest.TestCase):
-    """What a body claims of the body budget before it is read."""
+    """What a body claims of the body budget: nothing from its head, its pieces as they come."""
 
-    def test_the_claim_is_made_from_the_head(self):
-        """claim: what reading holds (its length; chunked: twice the wire limit, its growing
-        buffer then its bytes), whatever its coding; past the wire limit a 413 before anything
-        is claimed. decode_claim, once the body is in: a gzip layer what it may decode to, at
-        most 1,032x its length (DEFLATE's ratio) within the decoded cap, zstd the cap, twice
-        (the output grows)."""
+    def test_the_head_is_judged_and_nothing_claimed_from_it(self):
+        """wire_limit: the wire limit whatever the length or coding (chunked: -1); past it a
+        413 before anything is claimed. reading: a piece read holds itself and an eighth (the
+        buffer it grows). decode_claim, once the body is in: a gzip layer what it may decode
+        to, at most 1,032x its length (DEFLATE's ratio) within the decoded cap, zstd the cap,
+        twice (the output grows)."""
         lim = limits(decoded_bytes=10 << 20, wire_bytes=1 << 20)
-        self.assertEqual(body_limits.claim({}, 1000, lim), (1000, 1 << 20))
-        self.assertEqual(body_limits.claim({"Content-Encoding": "gzip"}, 1000, lim)[0], 1000)
-        self.assertEqual(body_limits.claim({}, body_limits.CHUNKED, lim)[0], 2 << 20)
+        self.assertEqual(body_limits.wire_limit({}, 1000, lim), 1 << 20)
+        self.assertEqual(body_limits.wire_limit({"Content-Encoding": "gzip"}, 1000, lim), 1 << 20)
+        self.assertEqual(body_limits.wire_limit({}, -1, lim), 1 << 20)  # framing.CHUNKED
+        self.assertEqual(body_limits.reading(64 << 10), 72 << 10)
         with self.assertRaises(PayloadTooLarge):
-            body_limits.claim({}, (1 << 20) + 1, lim)
+            body_limits.wire_limit({}, (1 << 20) + 1, lim)
         self.assertEqual(body_limits.decode_claim(1000, "", lim), 0)
         self.assertEqual(body_limits.decode_claim(1000, "gzip", lim), 2 * 1032 * 1000)
         self.assertEqual(body_limits.decode_claim(100000, "deflate", lim), 2 * (10 << 20))
@@ -61,7 +63,7 @@ class TestClaim(unittest.TestCase):
             self.assertEqual(body_limits.decode_claim(10, "zstd", lim), 2 * (10 << 20))
 
     def test_codings_it_does_not_decode_are_refused_before_any_claim(self):
-        """claim: an unknown coding (br), two layers (each would multiply what a few bytes
+        """wire_limit: an unknown coding (br), two layers (each would multiply what a few bytes
         decode to) and zstd on a Python without it are a 415 before anything is claimed."""
         lim = limits(decoded_bytes=10 << 20, wire_bytes=1 << 20)
         refused = ["br", "gzip, gzip", "gzip, deflate", "identity, br"]
@@ -69,9 +71,9 @@ class TestClaim(unittest.TestCase):
             refused.append("zstd")
         for coding in refused:
             with self.assertRaises(UnsupportedMediaType, msg=coding):
-                body_limits.claim({"Content-Encoding": coding}, 10, lim)
-        self.assertEqual(body_limits.claim({"Content-Encoding": "identity, gzip"}, 10, lim)[0],
-                         10)
+                body_limits.wire_limit({"Content-Encoding": coding}, 10, lim)
+        self.assertEqual(body_limits.wire_limit({"Content-Encoding": "identity, gzip"}, 10, lim),
+                         1 << 20)
 
 
 if __name__ == "__main__":

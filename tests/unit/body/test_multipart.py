@@ -1,14 +1,19 @@
 """Stdlib-only tests of a multipart/form-data body split into its parts (onepass/multipart.py),
 called directly: the request part, its Content-Type and the other parts by name; a preamble and
 header names in any case; each way a body is malformed (no boundary in it, no closing one, a
-part without its blank line or its form-data name, no request part, too many parts), each a 422
-naming it; and a Content-Type parameter read. The boundary's length, two parts of one name and
-the request part's own type through body.parse: tests/unit/body/test_decode.py.
+part without its blank line or its form-data name, no request part, too many parts, a part's
+headers past 8 KiB or 32 lines), each a 422 naming it, the capped headers refused with memory
+bounded by the body's own size; and a Content-Type parameter read. The boundary's length, two
+parts of one name and the request part's own type through body.parse:
+tests/unit/body/test_decode.py.
 Run: python3 -S -m unittest tests.unit.body.test_multipart
 """
+import gzip
+import tracemalloc
 import unittest
 
-from onepass.body import multipart
+from onepass.body import decode, multipart
+from onepass.body.limits import Limits
 from onepass.errors import InvalidRequest
 
 PARAMS = "boundary=xyz"
@@ -66,6 +71,40 @@ class TestSplit(unittest.TestCase):
                          multipart.MAX_PARTS - 1)
         self.refused(body(request, *files, part("one-more", b"x")),
                      f"more than {multipart.MAX_PARTS} parts")
+
+    def test_a_parts_headers_have_a_byte_and_a_line_cap(self):
+        """split: a part's headers up to MAX_PART_HEAD_BYTES and MAX_PART_HEAD_LINES lines
+        pass; a byte or a line more is a 422 naming the cap, found before they are split."""
+        disposition = b'\r\nContent-Disposition: form-data; name="request"'
+        lines = multipart.MAX_PART_HEAD_LINES
+        most = b"--xyz" + disposition + b"\r\nX-a: b" * (lines - 1) + b"\r\n\r\n{}"
+        self.assertEqual(multipart.split(body(most), PARAMS)[0], b"{}")
+        self.refused(body(most.replace(b"\r\n\r\n{}", b"\r\nX-a: b\r\n\r\n{}")),
+                     f"more than {lines} header lines")
+        room = multipart.MAX_PART_HEAD_BYTES - len(disposition) - len(b"\r\nX-a: ")
+        longest = b"--xyz" + disposition + b"\r\nX-a: " + b"v" * room + b"\r\n\r\n{}"
+        self.assertEqual(multipart.split(body(longest), PARAMS)[0], b"{}")
+        self.refused(body(longest.replace(b"v\r\n\r\n", b"vv\r\n\r\n")),
+                     f"longer than {multipart.MAX_PART_HEAD_BYTES} bytes")
+
+    def test_millions_of_header_lines_are_refused_within_the_bodys_own_memory(self):
+        """The issue's body: `--B` and `a:b` lines up to the decoded cap, gzip'd (a few KB on
+        the wire), then a blank line and a closing boundary: a 422 through body.read, and
+        splitting takes no more memory than the decoded body itself (splitting it into lines
+        took 15 times that)."""
+        raw = b"--B\r\n" + b"a:b\r\n" * 400_000 + b"\r\n{}\r\n--B--\r\n"
+        headers = {"Content-Encoding": "gzip", "Content-Type": "multipart/form-data; boundary=B"}
+        with self.assertRaises(InvalidRequest) as ctx:
+            decode.read(gzip.compress(raw), headers, Limits(decoded_bytes=4 << 20))
+        self.assertIn("longer than", ctx.exception.problems[0].msg)
+        tracemalloc.start()
+        try:
+            with self.assertRaises(InvalidRequest):
+                multipart.split(raw, "boundary=B")
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        self.assertLess(peak, len(raw))
 
 
 class TestParam(unittest.TestCase):

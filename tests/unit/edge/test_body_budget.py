@@ -3,8 +3,11 @@ request's body together, a wait for room bounded per request and then a retryabl
 past a share in the lane beside the budget, requests that hold bytes going before those that
 hold none, a small claim going past a large one, no deadlock when every holder waits to grow,
 each source address's share (a new claim past it refused at once, a growing one waiting for its
-own requests' room), and everything returned on release. The tests of the budget's order give every hold one source and that
-source the whole budget.
+own requests' room), the lane's holds one per address and within the budget's size together
+(one slow upload keeps no other address's large body out), a request's waits bounded together
+(not by the time since its first claim: a body is claimed piece by piece as it arrives), a
+hold's claims shared by threads, and everything returned on release. The tests of the
+budget's order give every hold one source and that source the whole budget.
 Run: python3 -S -m unittest tests.unit.edge.test_body_budget
 """
 import threading
@@ -120,6 +123,78 @@ class TestBudget(unittest.TestCase):
         self.assertEqual((thread.error, budget.lane, budget.used), (None, other, 130))
         other.release(), big.release(), small.release()
         self.assertEqual((budget.used, budget.lane, budget.holders), (0, None, 0))
+
+    def test_the_lane_holds_one_request_per_address_and_others_beside_it(self):
+        """Issue 67: one slow upload in the lane (past a share of 30) kept every other large
+        body out for its whole upload. Now another address's large hold joins the lane at
+        once; a second from the same address waits (529 past its wait, reason its address);
+        past the lane's room (the budget's size) a newcomer waits, and only the oldest hold
+        grows past it; out of the lane, the room is another's."""
+        budget = Budget(100, wait_s=0.1, per_source=30)
+        slow, other = budget.hold("a"), budget.hold("b")
+        slow.take(40)
+        other.take(50)  # at once, beside the slow one
+        self.assertEqual((budget.lane_holds, budget.lane_used, budget.used),
+                         ([slow, other], 90, 0))
+        with self.assertRaises(Overloaded) as ctx:
+            budget.hold("a").take(35)
+        self.assertIn("your address", ctx.exception.message)
+        with self.assertRaises(Overloaded):
+            budget.hold("c").take(35)  # 125 of the lane's 100
+        with self.assertRaises(Overloaded):
+            other.take(20)  # not the oldest: within the lane's room only
+        slow.take(100)  # the oldest grows alone past it
+        self.assertEqual((slow.held, other.held, budget.lane_used), (140, 50, 190))
+        third = budget.hold("c")
+        thread = later(third.take, 35)
+        waiting(budget, 1)
+        slow.release()
+        thread.join(5)
+        self.assertEqual((thread.error, budget.lane_holds, budget.lane_used),
+                         (None, [other, third], 85))
+        other.release(), third.release()
+        self.assertEqual((budget.lane_holds, budget.lane_used, budget.used), ([], 0, 0))
+
+    def test_waits_are_bounded_together_not_from_the_first_claim(self):
+        """A body claimed as it arrives takes many times over its upload: a piece that waits
+        long after the first claim still gets the request's whole wait (it was refused at
+        once once `wait_s` had passed since the first claim); the waits add up to at most
+        `wait_s`."""
+        budget = Budget(100, wait_s=0.3, per_source=100)
+        upload, blocker = budget.hold(), budget.hold()
+        upload.take(10)
+        time.sleep(0.4)  # the upload goes on, waiting for nothing
+        blocker.take(85)
+        thread = later(upload.take, 10)  # waits for room
+        waiting(budget, 1)
+        blocker.resize(70)
+        thread.join(5)
+        self.assertEqual((thread.error, upload.held), (None, 20))
+        self.assertGreater(upload.patience, 0)
+        upload.patience = 0.0  # its waits used up: no room now is a 529 at once
+        with self.assertRaises(Overloaded):
+            upload.take(20)
+
+    def test_a_holds_claims_are_shared_by_threads(self):
+        """shared: a request's image fetches claim on one hold at once, one take at a time;
+        once one is refused every later claim is refused the same way (the others stop)."""
+        budget = Budget(100, wait_s=0.05, per_source=100)
+        hold = budget.hold()
+        hold.take(10)
+        claim = hold.shared()
+        threads = [threading.Thread(target=claim, args=(5,)) for _ in range(8)]
+        [t.start() for t in threads]
+        [t.join(5) for t in threads]
+        self.assertEqual((hold.held, budget.used), (50, 50))
+        blocker = budget.hold()
+        blocker.take(45)
+        with self.assertRaises(Overloaded) as first:
+            claim(20)
+        blocker.release()  # room again: a refused request claims nothing more
+        with self.assertRaises(Overloaded) as again:
+            claim(1)
+        self.assertIs(again.exception, first.exception)
+        self.assertEqual(hold.held, 50)
 
     def test_a_request_holding_bytes_goes_before_newcomers(self):
         """Room given back goes first to a request that holds bytes and needs more (finishing,

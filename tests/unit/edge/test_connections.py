@@ -4,20 +4,28 @@ dropped, for a bounded time and number of bytes); a response that cannot be enco
 a generic 500; the attention mode's header; a client that leaves early logged as routine, any
 other failure as a bug; and when the access log line is written: before the response is sent,
 so a client that has its answer finds its line, and one client's requests in a row are logged in
-that order. The edge as a client meets it (framing, caps, drain) is tested in test_security.py.
+that order; on real sockets against an in-process shim, bodies claimed of the body budget as
+they arrive (heads alone hold next to nothing; a slow upload in the lane keeps neither small
+chunked bodies nor another address's large one out) and a client that leaves behind a stray
+byte logged 499 with its engine call cut. The edge as a client meets it (framing, caps,
+drain) is tested in test_security.py.
 Run: python3 -S -m unittest tests.unit.edge.test_connections
 """
 import json
 import logging
+import socket
+import sys
 import threading
 import time
 import unittest
 from unittest import mock
 
-from onepass.edge import connections
+from onepass.body import limits as body_limits
+from onepass.edge import connections, framing
 from onepass.edge.connections import Handler, access_log, deadline_s, linger_close
-from tests.support.edge_client import socket_pair
-from tests.support.inprocess_shim import AgainstFakeEngine, call
+from tests.support.edge_client import exchange, request, socket_pair
+from tests.support.fake_engine import FakeEngine
+from tests.support.inprocess_shim import AgainstFakeEngine, call, start_shim, stop_shim
 from tests.support.systemone_bodies import NOUL_Q, req
 
 AUTH = {"Authorization": "Bearer unit-test-key"}
@@ -129,6 +137,122 @@ class TestDeadlineHeader(unittest.TestCase):
         self.assertEqual(deadline_s("2500"), 2.5)
         for bad in (None, "", "0", "-5", "2.5", "1e3", "٣", "9" * 13):
             self.assertIsNone(deadline_s(bad), bad)
+
+
+
+def reading_bodies() -> int:
+    """Threads inside framing.read_body: requests admitted, their bodies awaited."""
+    count = 0
+    for frame in sys._current_frames().values():
+        while frame is not None and frame.f_code is not framing.read_body.__code__:
+            frame = frame.f_back
+        count += frame is not None
+    return count
+
+
+def until(condition, what: str, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"never: {what}")
+        time.sleep(0.01)
+
+
+def connect(server, source: str) -> socket.socket:
+    return socket.create_connection(server.server_address[:2], timeout=10,
+                                    source_address=(source, 0))
+
+
+def head(chunked: bool, length: int = 0) -> bytes:
+    framing_field = {"Transfer-Encoding": "chunked"} if chunked else {
+        "Content-Length": str(length)}
+    raw = request("POST", "/v1/systemone", b"", {"Content-Type": "application/json",
+                                                 "Connection": "close", **framing_field})
+    return raw.replace(b"Content-Length: 0\r\n", b"") if chunked else raw
+
+
+class TestBodiesClaimedAsTheyArrive(unittest.TestCase):
+    def shim(self, **env):
+        fake = FakeEngine(profile=env.get("ONEPASS_PROFILE", ""))
+        self.addCleanup(fake.stop)
+        server = start_shim(fake.url, ONEPASS_BODY_BUDGET_WAIT_S="0.5", **env)
+        self.addCleanup(stop_shim, server)
+        return server
+
+    def hogs(self, server, heads) -> list:
+        socks = []
+        for source, data in heads:
+            socks.append(connect(server, source))
+            self.addCleanup(socks[-1].close)
+            socks[-1].sendall(data)
+        return socks
+
+    def test_heads_alone_hold_next_to_nothing(self):
+        """Issue 67's recipe at the default limits: from 4 addresses, a chunked head and a
+        `Content-Length: 8388608` head each, then nothing. They held all 128 MiB (the length,
+        and twice the wire limit for chunked) and another client's 2 KB body got a 529; now
+        they hold at most a piece each and it is answered."""
+        server = self.shim()
+        self.hogs(server, [(f"127.0.0.{n}", head(chunked, 8 << 20)) for n in range(2, 6)
+                           for chunked in (True, False)])
+        until(lambda: reading_bodies() == 8, "8 bodies awaited")
+        held = server.service.bodies.used
+        status, _, doc = call(server, body=req({"q": NOUL_Q}, state="x" * 2000))
+        self.assertEqual(status, 200, doc)
+        self.assertLessEqual(held, 8 * body_limits.reading(framing.PIECE))
+
+    def test_a_slow_upload_in_the_lane_keeps_other_vision_requests_in(self):
+        """A vision profile, a share of 200,000 bytes: a chunked upload that sent 300,000 bytes
+        and stalls is in the lane. A 2 KB chunked body (which claimed twice the vision wire
+        limit, so waited for the lane) and another address's 300 KB body (the lane was one
+        hold for the whole server) are both answered."""
+        server = self.shim(ONEPASS_PROFILE="idefics3-tiny", ONEPASS_BODY_BUDGET_PER_SOURCE="200000",
+                           ONEPASS_BODY_BUDGET_BYTES="4000000")
+        budget, start = server.service.bodies, b'{"model": "jev-latest", "state": "'
+        self.hogs(server, [("127.0.0.2", head(True) + b"%x\r\n" % 300_000 + start
+                            + b"x" * (300_000 - len(start)) + b"\r\n")])
+        until(lambda: budget.lane is not None, "the upload in the lane")
+        small = json.dumps(req({"q": NOUL_Q}, state="x" * 2000)).encode()
+        chunked = head(True) + b"%x\r\n%s\r\n0\r\n\r\n" % (len(small), small)
+        large = json.dumps(req({"q": NOUL_Q}, state="x" * 300_000)).encode()
+        for source, data in (("127.0.0.3", chunked), ("127.0.0.4", head(False, len(large))
+                                                      + large)):
+            [(status, _, raw)], _ = exchange(server.server_address[:2], data, 10, source)
+            self.assertEqual(status, 200, (source, raw[:300]))
+        self.assertEqual(len(budget.lane_holds), 1)  # the upload, still there
+
+
+class TestStrayByte(unittest.TestCase):
+    def test_a_client_that_leaves_behind_a_stray_byte_is_a_499(self):
+        """Issue 67's recipe: a request, one more byte (`G`) once its decision runs, then a
+        close. The byte hid the close from the watch and the work ran on; now the engine call
+        in flight is cut and the access log says 499."""
+        fake = FakeEngine(delay_s=3.0)
+        self.addCleanup(fake.stop)
+        server = start_shim(fake.url, timeout_s=30.0)
+        self.addCleanup(stop_shim, server)
+        lines, done = [], threading.Event()
+
+        class Catch(logging.Handler):
+            def emit(self, record):
+                line = json.loads(record.getMessage())
+                if line["request_id"] == "stray-byte":
+                    lines.append(line)
+                    done.set()
+        catch, level = Catch(logging.INFO), access_log.level
+        access_log.addHandler(catch)
+        access_log.setLevel(logging.INFO)
+        self.addCleanup(access_log.setLevel, level)
+        self.addCleanup(access_log.removeHandler, catch)
+        body = json.dumps(req({"q": NOUL_Q})).encode()
+        sock = connect(server, "127.0.0.1")
+        sock.sendall(request("POST", "/v1/systemone", body, {"X-Request-Id": "stray-byte"}))
+        until(lambda: sum(fake.calls.values()) > 0, "an engine call")
+        sock.sendall(b"G")
+        time.sleep(0.3)  # the watch sees the byte alone
+        sock.close()
+        self.assertTrue(done.wait(60))
+        self.assertEqual(lines[0]["status"], 499, lines)
 
 
 if __name__ == "__main__":

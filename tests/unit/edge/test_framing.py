@@ -1,7 +1,8 @@
 """Stdlib-only tests of HTTP/1.1 framing (onepass/edge/framing.py) over in-memory bytes, for
 what the socket-level corpus in test_security.py (fuzz_cases.CORPUS, test_strict_framing_is_served)
 does not reach: the target's absolute form, HTTP/1.0 rules, keep-alive, empty lines before a
-request, a clean close against a client gone mid-request, and the whole-request deadline.
+request, a clean close against a client gone mid-request, a body claimed a piece at a time as
+it arrives, chunk extensions counted toward the wire limit, and the whole-request deadline.
 Run: python3 -S -m unittest tests.unit.edge.test_framing
 """
 import io
@@ -10,7 +11,7 @@ import unittest
 
 from onepass.edge import framing
 from onepass.edge.framing import ClientGone, DeadlineReader, Head
-from onepass.errors import HeaderTooLarge, MalformedHttp
+from onepass.errors import HeaderTooLarge, MalformedHttp, Overloaded, PayloadTooLarge
 
 
 def head(raw: bytes) -> Head | None:
@@ -68,10 +69,60 @@ class TestBody(unittest.TestCase):
             framing.read_body(io.BytesIO(b"5\r\nab"), framing.CHUNKED, 100)
 
     def test_a_chunked_body_reads_exactly_its_chunks(self):
-        """read_body: chunks joined, the trailer read, nothing past it consumed."""
+        """read_body: chunks joined, the trailer read, nothing past it consumed (the limit:
+        13 bytes of data and the 4 of `;x=1`)."""
         rfile = io.BytesIO(b"3\r\nabc\r\nA;x=1\r\n0123456789\r\n0\r\nT: 1\r\n\r\nNEXT")
-        self.assertEqual(framing.read_body(rfile, framing.CHUNKED, 13), b"abc0123456789")
+        self.assertEqual(framing.read_body(rfile, framing.CHUNKED, 17), b"abc0123456789")
         self.assertEqual(rfile.read(), b"NEXT")
+
+    def test_chunk_extensions_count_toward_the_wire_limit(self):
+        """read_body: a chunk's extensions are read, so their bytes count: 9 chunks of 100
+        bytes with 8,001 bytes of extensions each are a 413 under a 64 KiB limit (the data
+        alone is 900 bytes); at a limit of exactly data and extensions they are read."""
+        ext, data = b";" + b"e" * 8000, b"x" * 100
+        chunks = (b"64" + ext + b"\r\n" + data + b"\r\n") * 9 + b"0\r\n\r\n"
+        with self.assertRaises(PayloadTooLarge):
+            framing.read_body(io.BytesIO(chunks), framing.CHUNKED, 65536)
+        exact = 9 * (len(ext) + len(data))
+        self.assertEqual(framing.read_body(io.BytesIO(chunks), framing.CHUNKED, exact),
+                         data * 9)
+        with self.assertRaises(PayloadTooLarge):
+            framing.read_body(io.BytesIO(chunks), framing.CHUNKED, exact - 1)
+        last = b"0;" + b"e" * 100 + b"\r\n\r\n"  # the last chunk's count too
+        with self.assertRaises(PayloadTooLarge):
+            framing.read_body(io.BytesIO(b"1\r\nx\r\n" + last), framing.CHUNKED, 100)
+
+    def test_a_body_is_claimed_a_piece_at_a_time_before_each_is_read(self):
+        """read_body: claim(n) before n more bytes are read, PIECE at most and never ahead of
+        them, so a body holds what it sent (plus one piece): a Content-Length body of 2.5
+        pieces claims 3 times; a chunked one its chunks' data; a client that sent its head and
+        nothing more has claimed one piece (chunked: nothing); a refused claim reads no more."""
+        piece, claims = framing.PIECE, []
+
+        def read(raw: bytes, length: int):
+            rfile = io.BytesIO(raw)
+            claims.clear()
+            body = framing.read_body(rfile, length, 100 * piece,
+                                     lambda n: claims.append((n, rfile.tell())))
+            return body, rfile.tell()
+        size = piece * 5 // 2
+        self.assertEqual(read(b"x" * size, size), (b"x" * size, size))
+        self.assertEqual(claims, [(piece, 0), (piece, piece), (piece // 2, 2 * piece)])
+        chunked = b"3\r\nabc\r\n%x\r\n" % (2 * piece) + b"y" * 2 * piece + b"\r\n0\r\n\r\n"
+        start = len(b"3\r\nabc\r\n%x\r\n" % (2 * piece))
+        self.assertEqual(read(chunked, framing.CHUNKED)[0], b"abc" + b"y" * 2 * piece)
+        self.assertEqual(claims, [(3, 3), (piece, start), (piece, start + piece)])
+        for length, claimed in ((50 * piece, [(piece, 0)]), (framing.CHUNKED, [])):
+            with self.assertRaises(ClientGone):
+                read(b"", length)
+            self.assertEqual(claims, claimed)
+        rfile = io.BytesIO(b"x" * size)
+
+        def refuse(n):
+            raise Overloaded("no room", retry_after_ms=1000)
+        with self.assertRaises(Overloaded):
+            framing.read_body(rfile, size, 100 * piece, refuse)
+        self.assertEqual(rfile.tell(), 0)
 
     def test_tiny_chunks_are_refused_past_the_free_ones(self):
         """read_body: up to FREE_CHUNKS chunks of any size; past them the chunks must average

@@ -165,26 +165,34 @@ class TestLocalServer(unittest.TestCase):
         self.assertEqual((body, kind), (PNG, "image/png"))
         self.assertEqual(self.lookups, ["public.test"])  # one lookup, then that address
 
-    def test_fetched_bytes_are_claimed_of_the_body_budget(self):
-        """inputs.resolve with the request's hold: its links claim what fetching may hold
-        (its bytes in a growing buffer, its data URL) before any is fetched, so with no room the request
-        is a 529 and the server sees no fetch; with room the hold keeps what the images keep."""
-        vision = Vision("<image>", ("<image>",), 64, max_images=4, max_bytes=1 << 20)
+    def test_fetched_bytes_are_claimed_as_they_arrive(self):
+        """inputs.resolve with the request's hold: each link's bytes are claimed as they
+        arrive (a chunk and its buffer's slack before each read), never the profile's
+        max_bytes before fetching. On a 20 MB-an-image profile two links to a small image stay
+        in the budget while another address's upload holds the lane (claimed up front, 51 MB a
+        link went past the share, waited for that lane and got a 529); with no room for a
+        chunk the request is a 529 holding nothing more; the hold keeps what the images keep."""
+        vision = Vision("<image>", ("<image>",), 64, max_images=4, max_bytes=20_000_000)
         policy = inputs.Policy("m", vision, self.rules())
         links = [inputs.Source("link", self.url("/real.png"), ("images", i)) for i in range(2)]
-        per_link = vision.max_bytes * 9 // 8 + fetch.base64_size(vision.max_bytes)
-        budget = body_budget.Budget(2 * per_link, wait_s=0.05)
-        other, hold = budget.hold("10.0.0.1"), budget.hold("10.0.0.2")
-        other.take(per_link)
+        budget = body_budget.Budget(128 << 20, wait_s=0.05)
+        upload, hold = budget.hold("10.0.0.9"), budget.hold("10.0.0.2")
+        upload.take(40 << 20)  # a slow upload past its share: in the lane
         hold.take(1000)  # the body's own bytes
-        with self.assertRaises(Overloaded):
-            inputs.resolve(links, policy, hold)
-        self.assertEqual(self.lookups, [])  # refused before any fetch
-        other.release()
         found = inputs.resolve(links, policy, hold)
         self.assertEqual([i.data for i in found], [REAL_PNG, REAL_PNG])
+        self.assertEqual((budget.lane, hold.in_lane), (upload, False))
         kept = 2 * (len(REAL_PNG) + fetch.base64_size(len(REAL_PNG)))
         self.assertEqual((hold.held, budget.used), (1000 + kept, 1000 + kept))
+        small = body_budget.Budget(200_000, wait_s=0.05, per_source=200_000)
+        other, tight = small.hold("10.0.0.1"), small.hold("10.0.0.2")
+        other.take(150_000)
+        tight.take(1000)
+        with self.assertRaises(Overloaded):  # a chunk's claim does not fit
+            inputs.resolve(links, policy, tight)
+        self.assertEqual((tight.held, small.used), (1000, 151_000))
+        other.release()
+        self.assertEqual(len(inputs.resolve(links, policy, tight)), 2)
 
     def test_redirects_into_blocked_ranges_are_refused(self):
         for path in ("/to-private", "/to-metadata", "/to-v6-loopback", "/to-mapped", "/to-name"):
