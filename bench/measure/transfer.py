@@ -118,14 +118,16 @@ def calibration_block(name: str, qs: list) -> dict:
             "label_prior": label_prior}
 
 
-def write(path: str, profile: str, block: dict, how: str) -> None:
+def write(path: str, profile: str, block: dict, how: str | None) -> None:
+    """The block into the profile's calibration, and what it was fitted on (None: nothing
+    was fitted, a raw read)."""
     import datetime
     config = json.loads(Path(path).read_text())
     cal = config["profiles"][profile]["calibration"]
     cal.update(block)
-    cal["fitted"] = {"temperature and label_prior": {
+    cal["fitted"] = how and {"temperature and label_prior": {
         "on": how, "date": datetime.date.today().isoformat(),
-        "tool": "bench/measure/transfer.py --fit"}}
+        "tool": "bench/measure/transfer.py"}}
     tmp = Path(path + ".tmp")
     tmp.write_text(json.dumps(config, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     tmp.replace(path)
@@ -215,8 +217,10 @@ def main(argv=None) -> int:
         print(f"\n{args.fit}, fitted on all {fams} families: {json.dumps(block)}")
         if args.write:
             name = args.profile or config["default_profile"]
-            write(args.config, name, block, f"{args.reads}: {len(qs)} questions of "
-                  f"{fams} dev families, read {args.fit.split(', ')[0]!r}")
+            fitted = CANDIDATES[args.fit][1] != "raw"
+            write(args.config, name, block, fitted and f"{len(qs)} questions of all {fams} dev "
+                  f"families (bench/measure/transfer_reads.py), read "
+                  f"{args.fit.split(', ')[0]!r}")
             print(f"wrote {args.config}: profiles.{name}.calibration")
     if args.json:
         Path(args.json).write_text(json.dumps(

@@ -58,7 +58,9 @@ def options(overrides: dict, profile, facts):
     """The profile's prompt techniques and calibration with a request's `kwargs.layout` and
     `kwargs.calibration` on top (same keys and ranges; `temperature` may name some kinds);
     None where the request overrides nothing. A request asking for repetition or several
-    orders without naming option_sets gets listings (the profile's option sets yield)."""
+    orders without naming option_sets gets listings (the profile's option sets yield); one
+    asking for option sets without naming repeat or orders gets one of each (the profile's
+    yield)."""
     layout = calibration = None
     try:
         if "layout" in overrides:
@@ -66,6 +68,9 @@ def options(overrides: dict, profile, facts):
             if "option_sets" not in asked and (asked.get("repeat", 1) != 1
                                                or asked.get("orders", 1) != 1):
                 asked["option_sets"] = False  # a listing technique asked for: listings
+            if asked.get("option_sets") is True:  # a set asked for: the profile's repetition
+                asked.setdefault("repeat", 1)  # and orders yield (a set is read once)
+                asked.setdefault("orders", 1)
             layout = replace(profile.layout, **asked)
             check_layout(layout, "kwargs.layout")
     except (TypeError, ValueError, ConfigError) as e:

@@ -158,12 +158,28 @@ class TestRefusal(unittest.TestCase):
 
 
 class TestOverrides(unittest.TestCase):
+    def test_a_request_for_option_sets_gets_one_read_on_a_profile_of_orders(self):
+        """resolve.options on a profile that reads every cyclic order twice over (orders 8 as
+        reads, repeat 2): a request naming option_sets alone reads one set, once; naming orders
+        or repeat above 1 beside it is a 422."""
+        from onepass.backend.probes import Facts
+        profile = config.load(["--port", "0"], environ={}).model
+        profile = replace(profile, layout=replace(profile.layout, option_sets=False, orders=8,
+                                                  orders_as_reads=True, repeat=2))
+        facts = Facts(LABELS, 100_000, False, "", None, True)
+        layout_ = resolve.options({"layout": {"option_sets": True}}, profile, facts)[0]
+        self.assertEqual((layout_.option_sets, layout_.orders, layout_.repeat), (True, 1, 1))
+        for asked in ({"repeat": 2}, {"orders": 8}):
+            with self.assertRaises(InvalidRequest):
+                resolve.options({"layout": {**asked, "option_sets": True}}, profile, facts)
+
     def test_a_request_for_listing_techniques_gets_listings(self):
         """resolve.options on a profile with option sets: a request asking for repeat or
         orders above 1 without naming option_sets reads listings; naming both is a 422."""
         from onepass.backend.probes import Facts
         profile = config.load(["--port", "0"], environ={}).model
-        profile = replace(profile, layout=replace(profile.layout, option_sets=True))
+        profile = replace(profile, layout=replace(profile.layout, option_sets=True, orders=1,
+                                                  repeat=1))
         facts = Facts(LABELS, 100_000, False, "", None, True)
         self.assertTrue(resolve.options({"layout": {"guard_line": True}}, profile,
                                         facts)[0].option_sets)
