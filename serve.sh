@@ -22,10 +22,25 @@
 # points), ONEPASS_BATCH_INVARIANT (1; 0 = faster, but answers may move with what shares an engine
 # step or the prefix cache: docs/determinism.md), VLLM_PATCHES=1 (stock vLLM with
 # vllm_patches/ in its own venv, default .venv-patched, instead of the plugin; never both).
-# Exit codes: 10 setup, 11 verify, 12 vLLM start, 13 shim start, 14 warm-up, 15 a process died.
+# Arguments: none (set up, verify, start), or one of --setup-only, --verify-only, --dry-run,
+# --help (this text); settings come from the environment above (ONEPASS_PORT=9000 bash serve.sh).
+# Exit codes: 2 an argument it does not know (before anything runs), 10 setup, 11 verify,
+# 12 vLLM start, 13 shim start, 14 warm-up, 15 a process died.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# Arguments first, so a typo installs and starts nothing.
+ARGS="--setup-only, --verify-only, --dry-run or --help"
+if [ $# -gt 1 ] || { [ $# = 1 ] && ! case "$1" in
+    --setup-only|--verify-only|--dry-run|-h|--help) true ;; *) false ;; esac; }; then
+  echo "serve.sh: error: unknown argument(s): $*; serve.sh takes none or one of $ARGS" \
+    "(settings come from the environment, e.g. ONEPASS_PORT=9000 bash serve.sh)" >&2
+  exit 2
+fi
+if [ "${1:-}" = -h ] || [ "${1:-}" = --help ]; then  # the comment at the top of this file
+  awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$ROOT/serve.sh"
+  exit 0
+fi
 HOST=${ONEPASS_HOST:-127.0.0.1}
 PORT=${ONEPASS_PORT:-8741}
 VLLM_PORT=${ONEPASS_VLLM_PORT:-8742}
