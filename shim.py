@@ -24,7 +24,7 @@ sys.path.insert(0, str(ROOT))
 
 from onepass import config  # noqa: E402
 from onepass.edge.connections import Server  # noqa: E402
-from onepass.server import Service  # noqa: E402
+from onepass.server import READY, Service  # noqa: E402
 
 
 M_MMAP_THRESHOLD, LARGE_BLOCK = -3, 1 << 20
@@ -77,8 +77,10 @@ def main(argv=None) -> int:
                         "use the model, read /metrics and make this server fetch image links",
                         host)
     threading.Thread(target=service.warm_up, name="warm-up", daemon=True).start()
+    service.heartbeat.start(lambda: service.phase == READY)  # vLLM asked only once ready
     server.serve_forever()
     server.server_close()
+    service.heartbeat.close()
     service.engine.close()
     logging.info("stopped")
     return 0

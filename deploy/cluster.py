@@ -131,10 +131,10 @@ class Cluster:
         # a draining shim closes new requests unanswered, which HAProxy retries elsewhere
         # (deploy/haproxy.cfg's retry-on); its 503s are then never retried
         self.env.setdefault("ONEPASS_DRAIN_REFUSAL", "close")
-        # every request comes from HAProxy's address: one address may use the whole shim (its
-        # slots past HAProxy's maxconn, its body budget); HAProxy keeps the clients apart
-        self.env.setdefault("ONEPASS_MAX_IN_FLIGHT_PER_SOURCE", "64")
-        self.env.setdefault("ONEPASS_BODY_BUDGET_PER_SOURCE", str(128 << 20))
+        # every connection comes from HAProxy's address, 127.0.0.1, and starts with its PROXY
+        # header (deploy/haproxy.cfg's send-proxy-v2): trusted, it names the client every
+        # per-address share in the shim keys on
+        self.env.setdefault("ONEPASS_TRUSTED_PROXIES", "127.0.0.1")
         # the stacks share this machine's cores: a bound vLLM (serve.sh's CPU default) has its
         # main thread pinned to the first core, where a restarting engine starves beside a
         # busy one (measured: ~3% of a core, over 10 minutes to start); unbound, the kernel

@@ -13,7 +13,7 @@ import os
 from dataclasses import field, make_dataclass
 
 from . import kinds
-from .edge import admission
+from .edge import admission, real_client
 from .body.limits import MAX_VALUES as MAX_JSON_VALUES
 
 # The profile's names, importable from here as before (shim.py, tools and tests use them).
@@ -60,8 +60,8 @@ SETTINGS = {
                       "get 529 with retry-after-ms"),
     "max_in_flight_per_source": (int, 0, "ONEPASS_MAX_IN_FLIGHT_PER_SOURCE",
                                  "requests answered at once from one address; more get 529 "
-                                 "(0 = a quarter of max_in_flight; behind a proxy every request "
-                                 "has its address: set it to max_in_flight there)"),
+                                 "(0 = a quarter of max_in_flight; behind a proxy the client's "
+                                 "address when the proxy is in trusted_proxies)"),
     # the door to the engine (edge/door.py): the in-flight requests past what may run wait, and
     # a wait grown too long is refused (529) before any work, so an overload without deadlines
     # serves the fresh requests in time instead of every one late (docs/http-edge.md#the-queue)
@@ -81,16 +81,32 @@ SETTINGS = {
     "max_reads": (int, 800, "ONEPASS_MAX_READS",
                   "calls of vLLM one request may need, every step counted: reads, box edges, "
                   "thoughts, the reads after them, generations (more: 422 before the first)"),
+    "max_prompt_tokens": (int, 1 << 20, "ONEPASS_MAX_PROMPT_TOKENS",
+                          "tokens of work one request may cost, priced before its first read: "
+                          "the prompt tokens the engine computes for its label reads (a shared "
+                          "head once), 64 a /tokenize call, 1 per 64 parts fitting ranks or "
+                          "scans (more: 422; 0 = no token budget)"),
     "max_connections": (int, 256, "ONEPASS_MAX_CONNECTIONS",
                         "open client connections; past it the longest-idle (else the slowest "
                         "sending) one is closed, or the newcomer gets 529"),
     "max_connections_per_source": (int, 0, "ONEPASS_MAX_CONNECTIONS_PER_SOURCE",
                                    "open client connections from one address; past it its newest "
                                    "gets 503 (0 = a quarter of max_connections, at least 16)"),
+    "trusted_proxies": (str, "", "ONEPASS_TRUSTED_PROXIES",
+                        "proxies whose word names the client, comma-separated addresses or CIDR "
+                        "blocks: from them a PROXY header (v1/v2) and X-Forwarded-For (its "
+                        "rightmost entry not listed here) name the address every per-address "
+                        "share keys on; empty = none (every client is its TCP peer)"),
     "allow_no_key": (str, "off", "ONEPASS_ALLOW_NO_KEY",
                      "on (or 1, or the bare flag): listen on an address other than loopback "
                      "without ONEPASS_API_KEY, auth off on purpose; off: such a start is refused"),
     "engine_timeout_s": (float, 60.0, "ONEPASS_ENGINE_TIMEOUT_S", "longest wait for one vLLM call"),
+    # vLLM's heartbeat (backend/heartbeat.py): a hung but living vLLM takes /health to 503
+    "engine_probe_interval_s": (float, 5.0, "ONEPASS_ENGINE_PROBE_INTERVAL_S",
+                                "once ready, the pause between GET /health probes of vLLM"),
+    "engine_probe_bound_s": (float, 10.0, "ONEPASS_ENGINE_PROBE_BOUND_S",
+                             "longest wait for vLLM's answer to a probe; unanswered (or not "
+                             "200), /health is 503 `unresponsive` until a probe is answered"),
     "request_timeout_s": (float, DEFAULT_DEADLINE_S, "ONEPASS_REQUEST_TIMEOUT_S",
                           "deadline of a whole decision from its first byte, 504 past it (0 = "
                           "none; a request's x-envoy-expected-rq-timeout-ms may set a shorter "
@@ -103,6 +119,10 @@ SETTINGS = {
                                  "within the cap for every request (a larger body goes alone)"),
     "engine_connections": (int, 32, "ONEPASS_ENGINE_CONNECTIONS",
                            "keep-alive connections to vLLM (and parallel reads)"),
+    "engine_calls_per_request": (int, 0, "ONEPASS_ENGINE_CALLS_PER_REQUEST",
+                                 "engine calls one request has running at once; its others "
+                                 "wait, the requests taking turns (0 = half of "
+                                 "engine_connections)"),
     "client_timeout_s": (float, 30.0, "ONEPASS_CLIENT_TIMEOUT_S",
                          "longest time for a client to send a whole request, head and body"),
     "keepalive_timeout_s": (float, 75.0, "ONEPASS_KEEPALIVE_TIMEOUT_S",
@@ -194,9 +214,13 @@ def load(argv: list[str] | None = None, environ: dict | None = None) -> Settings
                  "max_reads", "max_connections", "engine_timeout_s", "client_timeout_s",
                  "max_json_values", "body_budget_bytes", "body_budget_wait_s",
                  "keepalive_timeout_s", "drain_timeout_s", "queue_target_s",
-                 "queue_interval_s", *KIND_SETTINGS):
+                 "queue_interval_s", "engine_probe_interval_s", "engine_probe_bound_s",
+                 *KIND_SETTINGS):
         if not 0 < values[name] < math.inf and not (name == "port" and values[name] == 0):
             raise ConfigError(f"{name} must be positive and finite, got {values[name]}")
+    if values["max_prompt_tokens"] < 0 or values["engine_calls_per_request"] < 0:
+        raise ConfigError("max_prompt_tokens and engine_calls_per_request must be 0 (none, the "
+                          "default share) or more")
     if values["max_running"] < 0 or not 0 <= values["running_goal_s"] < math.inf:
         raise ConfigError("max_running and running_goal_s must be 0 (none) or more")
     if not 0 <= values["request_timeout_s"] < math.inf:
@@ -218,6 +242,10 @@ def load(argv: list[str] | None = None, environ: dict | None = None) -> Settings
     except ValueError:
         raise ConfigError("image_link_ports must be ports from 1 to 65535, comma-separated"
                           ) from None
+    try:
+        real_client.networks(values["trusted_proxies"])
+    except ValueError as e:
+        raise ConfigError(f"trusted_proxies: {e}") from None
     values["vllm"] = values["vllm"].rstrip("/")
     api_key = check_exposure(values, env.get(SECRET_ENV, ""))
     vllm_key = env.get(SECRETS["vllm_key"][0], "")

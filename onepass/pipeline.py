@@ -12,6 +12,7 @@ In: the route's adapter, the body and its headers. Out: the response document.
 from __future__ import annotations
 
 import contextlib
+from dataclasses import replace
 
 from . import kinds
 from .api import Limits
@@ -59,7 +60,8 @@ class Pipeline:
             r = step(r)
         # its turn at the engine once parsed and checked, then its bodies in flight to vLLM
         # capped, as the server's are
-        with self.turn(), self.engine.request():
+        with self.turn() as priced, self.engine.request():
+            r = replace(r, priced=priced)
             for step in AT_ENGINE:
                 r = step(r)
         for step in AFTER_ENGINE:

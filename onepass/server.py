@@ -24,7 +24,7 @@ from pathlib import Path
 from .body import limits as body_limits
 from . import config, inflight, metrics, openapi, telemetry, tryit
 from .api import decisions, models, systemone
-from .backend import probes
+from .backend import heartbeat, probes
 from .backend.engine import Engine
 from .backend.warmup import warmup_bodies
 from .config import Settings
@@ -38,6 +38,7 @@ from .pipeline import Pipeline
 
 log = logging.getLogger("onepass")
 WARMING, READY, FAILED = "warming", "ready", "failed"
+UNRESPONSIVE = "unresponsive"  # ready, but vLLM has stopped answering its heartbeat
 WARM_UP_AT_ONCE = 4  # warm-up requests in flight together (docs/production.md, health)
 WAIT_CEILING_S = 30.0  # the longest pause between start-up checks vLLM did not answer
 # HEAD is answered wherever GET is (RFC 9110 9.3.2): the GET's status and headers, no body
@@ -64,6 +65,7 @@ class Service:
                              num_connections=settings.engine_connections, key=settings.vllm_key,
                              max_bytes_in_flight=settings.engine_bytes_in_flight,
                              max_bytes_per_request=settings.engine_bytes_per_request,
+                             calls_per_request=settings.engine_calls_per_request,
                              image_slot=vision.placeholder if vision else None)
         links = None if settings.image_links == "off" else fetch.Rules(
             allow_http=settings.image_links_http == "true",
@@ -74,11 +76,16 @@ class Service:
         self.images = inputs.Policy(self.profile.model_name, vision, links)
         self.pipeline = None  # the decision core, once start-up has learnt the engine's facts
         self.phase, self.reason = WARMING, "waiting for vLLM"
+        self.heartbeat = heartbeat.Heartbeat(settings.vllm, settings.engine_probe_interval_s,
+                                             settings.engine_probe_bound_s,
+                                             settings.vllm_key)  # shim.py starts it
         self.slots = slots.Slots(settings.max_in_flight, settings.max_in_flight_per_source)
         self.pace = pace.Pace()  # the expected time to answer, against each request's deadline
         # in-flight requests past what may run wait here, shed by time waited (http-edge.md)
         self.door = door.Door(settings.max_running, settings.queue_target_s,
                               settings.queue_interval_s, expected=self.pace.expected_s,
+                              least=self.pace.least_s,
+                              spare=int(self.slots.per_source < settings.max_in_flight),
                               closed=lambda: self.slots.closed and self.shutting_down(),
                               sized=door.paced(self.pace, settings.running_goal_s))
         self.loopback = admission.binds_loopback(settings.host)  # auth off: local callers only
@@ -164,15 +171,17 @@ class Service:
             return 200, {"status": "live"}
         if self.slots.closed:
             return 503, {"status": "draining", "warming": False, "draining": True}
-        if self.phase == READY:
+        stalled = self.phase == READY and self.heartbeat.reason
+        if self.phase == READY and not stalled:
             doc = {"status": "ok", "warming": False, "draining": False}
             if authorized:
                 doc.update(model=self.profile.model_name, profile=self.settings.profile,
                            attention_modes=self.attention_modes(),
                            default_attention_mode=self.profile.attention_mode)
             return 200, doc
-        doc = {"status": self.phase, "warming": self.phase == WARMING, "draining": False}
-        return 503, {**doc, "reason": self.reason} if authorized else doc
+        doc = {"status": UNRESPONSIVE if stalled else self.phase,
+               "warming": self.phase == WARMING, "draining": False}
+        return 503, {**doc, "reason": stalled or self.reason} if authorized else doc
 
     def attention_modes(self) -> list:
         """The modes this server reads in (two-way only where start-up found it live)."""
@@ -229,10 +238,7 @@ class Service:
         decision is expected to end past the request's deadline."""
         self.refuse_slot(self.slots.take(source), source)
         try:
-            late = self.too_late(inflight.CURRENT.get())
-            if late:
-                telemetry.OVERLOADED.inc("deadline")
-                raise late
+            self.pace.check(inflight.CURRENT.get())  # at the least a decision takes
             yield
         finally:
             self.slots.give(source)
@@ -241,10 +247,10 @@ class Service:
     def engine_turn(self):
         """A decision's engine work, once parsed and checked: its turn at the door (fair among
         addresses; 529 when shed there: edge/door.py), then timed (the door's wait is no
-        service: pace.py)."""
+        service: pace.py). Yields `priced(cost)` for the fit step (pace.Timing)."""
         call = inflight.CURRENT.get()
-        with self.door.entered(call), self.pace.timed():
-            yield
+        with self.door.entered(call), self.pace.timed(call) as priced:
+            yield priced
 
     def refuse_slot(self, why: str | None, source: str) -> None:
         if why is None:
@@ -258,20 +264,6 @@ class Service:
         raise Overloaded(f"{self.slots.per_source} requests from your address are in flight, "
                          "its share of this server (--max-in-flight-per-source); retry when one "
                          "is answered", retry_after_ms=500)
-
-    def too_late(self, call) -> Overloaded | None:
-        """The refusal for a request whose deadline comes before the time a decision is
-        expected to take now (none without a deadline): refused before any work, it can be
-        retried at once elsewhere or a little later here."""
-        if call is None or call.deadline is None:
-            return None
-        expected, left = self.pace.expected_s(), call.deadline - time.monotonic()
-        if expected <= left:
-            return None
-        return Overloaded(f"a decision is expected to take {expected:.2f} s now ({self.pace.busy} "
-                          f"in flight), past this request's deadline ({max(left, 0):.2f} s "
-                          "left); retry later or with a longer deadline",
-                          retry_after_ms=max(200, math.ceil((expected - left) * 1000)))
 
     @staticmethod
     def render_error(err: OnepassError, path: str = "") -> tuple[int, dict, dict]:

@@ -28,7 +28,7 @@ ROUTES = ("/v1/systemone", "/systemone", "/v1/decisions", "/decisions", "/v1/mod
           "/metrics", "/openapi.json", "/try")
 STATUSES = tuple(s.value for s in http.HTTPStatus) + (499, 529)
 STATUS_CLASSES = ("2xx", "4xx", "5xx")
-PHASES = ("warming", "ready", "failed", "draining")
+PHASES = ("warming", "ready", "failed", "draining", "unresponsive")
 OVERLOAD_REASONS = ("warming", "in_flight", "source_in_flight", "deadline", "connections",
                     "body_bytes", "source_body_bytes", "queue")
 ENGINE_ERRORS = ("timeout", "unreachable", "not_json", "unavailable", "failed",
@@ -69,7 +69,8 @@ QUEUED = REGISTRY.gauge("onepass_queued_requests", "decision requests waiting at
                        "one of the --max-running (in flight, not yet running)",
                        read=lambda: _service_read("queued"))
 PHASE = REGISTRY.gauge("onepass_phase", "1 for the shim's phase (warming, ready, failed, "
-                       "draining), 0 for the others", {"phase": PHASES},
+                       "draining, unresponsive: ready but vLLM not answering its heartbeat), "
+                       "0 for the others", {"phase": PHASES},
                        read=lambda: _service_read("phase"))
 OVERLOADED = REGISTRY.counter("onepass_overloaded_total", "529 answers, by reason: warming up, "
                               "the in-flight limit, its source's share of it, an expected time to answer past the "
@@ -137,6 +138,8 @@ def _service_read(what: str) -> dict:
         st = s.settings
         return {(__version__, s.profile.model_name, st.profile, st.vllm_dtype, st.vllm_device): 1}
     phase = "draining" if s.slots.closed else s.phase
+    if phase == "ready" and s.heartbeat.reason:
+        phase = "unresponsive"
     return {(p,): int(p == phase) for p in PHASES}
 
 
@@ -174,9 +177,10 @@ def image_fetch(outcome: str) -> None:
 
 # -- a finished request -----------------------------------------------------------------------
 def finish(method: str, path: str, shown: str, status: int, started: float, doc,
-           request_id: str, engine_tokens: int = 0) -> str:
+           request_id: str, engine_tokens: int = 0, client: str = "", peer: str = "") -> str:
     """Count a finished request and return its access log line (JSON; `shown`: the path as
-    logs may show it; `engine_tokens`: what vLLM computed for it). Answers are counted from the
+    logs may show it; `engine_tokens`: what vLLM computed for it; `client`: its address, and
+    `peer` the proxy's when a trusted one named the client). Answers are counted from the
     response document only, so the decision path never counts anything itself."""
     duration = time.monotonic() - started
     if status == 499:
@@ -197,8 +201,9 @@ def finish(method: str, path: str, shown: str, status: int, started: float, doc,
     cut = len(((doc.get("x_effort_used") or {}).get("state_selection") or ())
               if answers else ())
     CUT.inc(by=cut)
-    return json.dumps({"ts": round(time.time(), 3), "request_id": request_id, "method": method,
-                       "path": shown, "route": route, "status": status,
+    return json.dumps({"ts": round(time.time(), 3), "request_id": request_id, "client": client,
+                       **({"peer": peer} if peer else {}), "method": method, "path": shown,
+                       "route": route, "status": status,
                        "duration_ms": round(duration * 1000, 1), "questions": len(answers),
                        "reads": getattr(_local, "reads", 0), "input_tokens": tokens,
                        "engine_tokens": engine_tokens, "cut_questions": cut}, ensure_ascii=True)

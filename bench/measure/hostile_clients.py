@@ -16,6 +16,15 @@ under 2x its plain time; growth under 256 MiB; and beside the slow bodies the ot
 latency (beside the other shapes its time is shown: 64 requests arriving at once share the
 shim's cores with it).
 
+Then the issue's recipes (bench/lib/hostile_recipes.py, run by hostile_recipe_runs.py): heads
+held open from four addresses, a body and an image answer trickled (vision profile), a heavy
+request with a pipelined byte before its close (its engine work must stop), a multipart header
+bomb, a long state of 19,990 paragraphs and 400 questions (its shim CPU and /tokenize calls),
+four expensive requests from one address, 8 KiB chunk extensions. For each: what a well-behaved
+client on 127.0.0.1 got meanwhile (statuses, p50) against its quiet p50 measured alone just
+before, the ratio, the shim's peak RSS growth, and the verdict: every one of its requests a 200
+within 2x its quiet p50, met or NOT MET.
+
 Usage:
   python3 bench/measure/hostile_clients.py --vllm http://127.0.0.1:8742
       its own shim (python3 -I -S shim.py, default settings) before that vLLM (serve.sh's key
@@ -23,7 +32,11 @@ Usage:
   python3 bench/measure/hostile_clients.py --fake [--profile idefics3-tiny]
       its own shim before tests/support/fake_engine.py; a vision profile adds the links shape
       (links allowed to this machine's image server for the run)
-Options: --count N (64), --key KEY, --json OUT.
+Options: --count N (64), --key KEY, --json OUT, --recipes a,b,c (`shapes`, the 64-at-once
+shapes above, and the names in bench/lib/hostile_recipes.RECIPES; default every one this stack
+can run: the vision recipes need a vision profile, `stray` a real vLLM), --window-s S (10: how
+long heads and expensive requests are held, and the heavy request runs, beside the
+well-behaved client).
 """
 import argparse
 import json
@@ -32,10 +45,11 @@ import statistics
 import sys
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+ROOT = Path(__file__).resolve().parents[2]
+sys.path[:0] = [str(ROOT), str(ROOT / "bench" / "measure")]
+import hostile_recipe_runs as runs  # noqa: E402
 from tests.support import hostile_clients as hc  # noqa: E402
 from tests.support.edge_client import ShimProcess  # noqa: E402
 from tests.support.hostile_bodies import Memory  # noqa: E402
@@ -45,18 +59,8 @@ GROWTH_TARGET_MIB, REFUSED_IN_S = 256, 5.0
 SHARE_WAIT_S = 5.0  # --body-budget-wait-s: an address past its share waits this, then 529
 
 
-class Images(BaseHTTPRequestHandler):
+class Images(runs.SmallImage):
     data = b"\x89PNG\r\n\x1a\n" + bytes(IMAGE_BYTES - 8)
-
-    def do_GET(self):
-        self.send_response(200)
-        self.send_header("Content-Type", "image/png")
-        self.send_header("Content-Length", str(len(self.data)))
-        self.end_headers()
-        self.wfile.write(self.data)
-
-    def log_message(self, *args):
-        pass
 
 
 def beside(addr, headers, delay_s: float = 0.5) -> tuple[threading.Thread, dict]:
@@ -132,51 +136,87 @@ def main(argv=None) -> int:
     ap.add_argument("--count", type=int, default=64)
     ap.add_argument("--key", default="")
     ap.add_argument("--json")
+    ap.add_argument("--recipes", default="")
+    ap.add_argument("--window-s", type=float, default=10.0)
     args = ap.parse_args(argv)
+    asked = [n.strip() for n in args.recipes.split(",") if n.strip()]
+    vision = runs.hr.is_vision(json.loads((ROOT / "serve_config.json").read_text()), args.profile)
+    try:
+        recipes = runs.hr.select(",".join(n for n in asked if n != "shapes"), vision,
+                                 bool(args.vllm)) if asked != ["shapes"] else []
+    except ValueError as e:
+        ap.error(str(e))
     headers = {"Authorization": f"Bearer {args.key}"} if args.key else {}
-    fake = images = None
+    fake = None
     env = {"ONEPASS_PROFILE": args.profile} if args.profile else {}
     if args.key:
         env["ONEPASS_API_KEY"] = args.key
     if args.fake:
         from tests.support.fake_engine import FakeEngine
         fake = FakeEngine(profile=args.profile)
-        images = ThreadingHTTPServer(("127.0.0.1", 0), Images)
-        images.daemon_threads = True
-        threading.Thread(target=images.serve_forever, daemon=True).start()
-        env.update(ONEPASS_IMAGE_LINKS="all", ONEPASS_IMAGE_LINKS_HTTP="true",
-                   ONEPASS_IMAGE_LINK_PORTS=str(images.server_port))
     elif os.environ.get("ONEPASS_VLLM_KEY"):  # the real vLLM's key, as serve.sh gives it
         env["ONEPASS_VLLM_KEY"] = os.environ["ONEPASS_VLLM_KEY"]
+    images = [runs.serve(h) for h in (Images, runs.SmallImage, runs.TrickleImage)] \
+        if vision else []
+    if images:  # links to this machine's image servers, for this run's own shim only
+        env.update(ONEPASS_IMAGE_LINKS="all", ONEPASS_IMAGE_LINKS_HTTP="true",
+                   ONEPASS_IMAGE_LINK_PORTS=",".join(str(s.server_port) for s in images))
     shim = ShimProcess(fake.url if fake else args.vllm, env)
     try:
         shim.wait_ready(timeout=600)
-        addr, pid = shim.addr, shim.proc.pid
-        quiet = statistics.median(hc.decision(addr, headers)[1] for _ in range(3))
-        print(f"quiet decision: {quiet:.2f} s", flush=True)
-        url = f"http://127.0.0.1:{images.server_port}/big.png" if images and args.profile else ""
-        rows = [slow_bodies(addr, pid, headers, args.count)]
-        print(table(rows, quiet).split("\n")[-1], flush=True)
-        for shape in hc.shapes(headers, url):
-            rows.append(measure(addr, pid, headers, shape, args.count))
-            print(table(rows[-1:], quiet).split("\n")[-1], flush=True)
-        print("\n" + table(rows, quiet) + "\n")
-        for name, each, growth, other in verdicts(rows, quiet):
-            print(f"{name}: each 4xx in {REFUSED_IN_S:g} s, 529 + Retry-After in "
-                  f"{SHARE_WAIT_S + 1:g} s or under 2x plain: "
-                  f"{'met' if each else 'MISSED'}; growth < {GROWTH_TARGET_MIB} MiB: "
-                  f"{'met' if growth else 'MISSED'}" + ("" if other is None else
-                  f"; the other address's decision 200 in < 2x quiet: "
-                  f"{'met' if other else 'MISSED'}"))
+        out = {}
+        if not asked or "shapes" in asked:
+            out.update(shapes(shim, headers, args.count,
+                              f"http://127.0.0.1:{images[0].server_port}/big.png"
+                              if images else ""))
+        if recipes:
+            out["recipes"] = recipe_rows(runs.Stack(
+                shim, headers, args.vllm, args.window_s,
+                *(f"http://127.0.0.1:{s.server_port}/i.png" for s in images[1:])), recipes)
         if args.json:
-            Path(args.json).write_text(json.dumps({"quiet_s": quiet, "rows": rows}, indent=1))
+            Path(args.json).write_text(json.dumps(out, indent=1))
     finally:
         shim.stop()
         if fake:
             fake.stop()
-        if images:
-            images.shutdown()
+        for server in images:
+            server.shutdown()
     return 0
+
+
+def shapes(shim, headers: dict, count: int, url: str) -> dict:
+    addr, pid = shim.addr, shim.proc.pid
+    quiet = statistics.median(hc.decision(addr, headers)[1] for _ in range(3))
+    print(f"quiet decision: {quiet:.2f} s", flush=True)
+    rows = [slow_bodies(addr, pid, headers, count)]
+    print(table(rows, quiet).split("\n")[-1], flush=True)
+    for shape in hc.shapes(headers, url):
+        rows.append(measure(addr, pid, headers, shape, count))
+        print(table(rows[-1:], quiet).split("\n")[-1], flush=True)
+    print("\n" + table(rows, quiet) + "\n")
+    for name, each, growth, other in verdicts(rows, quiet):
+        print(f"{name}: each 4xx in {REFUSED_IN_S:g} s, 529 + Retry-After in "
+              f"{SHARE_WAIT_S + 1:g} s or under 2x plain: "
+              f"{'met' if each else 'MISSED'}; growth < {GROWTH_TARGET_MIB} MiB: "
+              f"{'met' if growth else 'MISSED'}" + ("" if other is None else
+              f"; the other address's decision 200 in < 2x quiet: "
+              f"{'met' if other else 'MISSED'}"))
+    return {"quiet_s": quiet, "rows": rows}
+
+
+def recipe_rows(stack, names: list) -> list:
+    rows = []
+    print(runs.hr.HEADER, flush=True)
+    for name in names:
+        rows.append(runs.run(stack, name))
+        print(runs.hr.line(rows[-1]), flush=True)
+    print(f"\n{runs.hr.NOT_RUN}")
+    for r in rows:
+        w = r["well"]
+        print(f"{runs.hr.RECIPES[r['recipe']][0]} {r['recipe']}: {w['requests']} well-behaved "
+              f"requests, every one 200 within 2x quiet p50: {'met' if w['met'] else 'NOT MET'}"
+              + "".join(f"; {k}: {v}" for k, v in r["hostile"].items() if k == "work stopped"))
+    return rows
 
 
 if __name__ == "__main__":

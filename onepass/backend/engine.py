@@ -12,31 +12,28 @@ In: Reads. Out: ReadResults, in the same order.
 from __future__ import annotations
 
 import contextvars
-import hashlib
 import http.client
 import json
 import queue
-import threading
 import time
 import urllib.parse
 from collections import Counter
-from concurrent.futures import ThreadPoolExecutor
 
 from .. import inflight, telemetry
-from . import refusals, set_read, wire
+from . import fair_pool, refusals, set_read, token_counts, wire
 from ..decision_model import TWO_WAY, Read, ReadResult
 from ..errors import (EngineFailed, EngineRefused, EngineUnavailable, InvalidRequest, OverBudget,
                       Problem)
 
 MAX_LOGPROB_TOKEN_IDS = 128  # vLLM 0.32's cap on logprob_token_ids per request
 IDLE_KEEPALIVE_S = 4.0  # uvicorn (vLLM) closes idle keep-alive connections after 5 s
-COUNT_CACHE = 50_000  # token counts kept (32-byte keys)
 
 
 class Engine:
     def __init__(self, base_url: str, served_model_name: str, *, timeout_s: float,
                  num_connections: int, image_slot: str | None = None, key: str = "",
-                 max_bytes_in_flight: int = 256 << 20, max_bytes_per_request: int = 64 << 20):
+                 max_bytes_in_flight: int = 256 << 20, max_bytes_per_request: int = 64 << 20,
+                 calls_per_request: int = 0):
         url = urllib.parse.urlsplit(base_url)
         if url.scheme != "http" or not url.hostname:
             raise ValueError(f"the vLLM URL must be http://host:port, got {base_url!r}")
@@ -49,10 +46,9 @@ class Engine:
         self.gate = wire.Gate(max_bytes_in_flight, timeout_s)  # bodies on their way to vLLM
         self.bytes_per_request = max_bytes_per_request  # the same, for each request (request())
         self._idle: queue.LifoQueue = queue.LifoQueue()
-        self._pool = ThreadPoolExecutor(max_workers=num_connections,
-                                        thread_name_prefix="engine")
-        self._counts: dict[bytes, int] = {}  # sha256 of a text -> its token count
-        self._counts_lock = threading.Lock()
+        self._pool = fair_pool.FairPool(num_connections, calls_per_request or
+                                        max(1, num_connections // 2))  # fair between requests
+        self._counts = token_counts.Counts(self.ids, self.map)
         self._heads = set_read.IdCache()  # a set read's head ids, shared by a state's questions
         self._pieces = set_read.IdCache(set_read.PIECES_KEPT,
                                         set_read.PIECE_CHARS)  # its other pieces' ids
@@ -155,7 +151,7 @@ class Engine:
         prefix cache); the values are full-vocabulary log-softmax, so slices combine exactly."""
         ids = read.label_token_ids
         logprobs, counts = [], []
-        prompt = (set_read.token_prompt(read, self._ids, self._heads, self._pieces)
+        prompt = (set_read.token_prompt(read, self.ids, self._heads, self._pieces)
                   if read.spans else None)
         for start in range(0, len(ids), MAX_LOGPROB_TOKEN_IDS):
             part = ids[start:start + MAX_LOGPROB_TOKEN_IDS]
@@ -167,7 +163,7 @@ class Engine:
     def read_unset(self, read: Read) -> tuple[float, ...]:
         """A set read's very token ids read without the set flag (the start-up probe's plain
         read: the same tokens, so only the flag can make a difference)."""
-        ids, _ = set_read.token_prompt(read, self._ids, self._heads, self._pieces)
+        ids, _ = set_read.token_prompt(read, self.ids, self._heads, self._pieces)
         return tuple(self._read_slice(read, read.label_token_ids, (ids, ""))[0])
 
     def _read_slice(self, read: Read, ids, prompt=None) -> tuple[list[float], tuple[int, int]]:
@@ -235,8 +231,9 @@ class Engine:
 
     def submit(self, fn, *args):
         """fn(*args) on an engine thread: a future (generations run beside the reads). It runs
-        in a copy of the caller's context: a request's calls count against its gate."""
-        return self._pool.submit(contextvars.copy_context().run, fn, *args)
+        in a copy of the caller's context: a request's calls count against its gate, and wait
+        in its lane of the pool (fair_pool.py: the lanes take turns)."""
+        return self._pool.submit(wire.REQUEST.get(), contextvars.copy_context().run, fn, *args)
 
     def map(self, fn, items) -> list:
         """fn over items on the engine's threads (one keep-alive connection each); on the first
@@ -251,23 +248,15 @@ class Engine:
     def tokenize(self, **body) -> list[int]:
         return self._checked("POST", "/tokenize", {"model": self.model, **body})["tokens"]
 
-    def _ids(self, text: str) -> list[int]:
+    def ids(self, text: str) -> list[int]:
         return self.tokenize(prompt=text, add_special_tokens=False)
 
-    def count(self, texts: list[str]) -> list[int]:
-        """Token counts (no special tokens), the missing ones tokenized concurrently; texts seen
-        before (a state's parts, asked about by several questions) come from a bounded cache."""
-        keys = [hashlib.sha256(t.encode()).digest() for t in texts]
-        missing = {k: t for k, t in zip(keys, texts) if k not in self._counts}
-        counted = self.map(lambda t: len(self.tokenize(prompt=t, add_special_tokens=False)),
-                           list(missing.values()))
-        with self._counts_lock:
-            found = {k: self._counts[k] for k in keys if k in self._counts}
-            found.update(zip(missing, counted))
-            self._counts.update(zip(missing, counted))
-            while len(self._counts) > COUNT_CACHE:  # oldest first (dicts keep insertion order)
-                del self._counts[next(iter(self._counts))]
-        return [found[k] for k in keys]
+    def count(self, texts: list[str], sep: tuple[str, int] | None = None,
+              calls=None) -> list[int]:
+        """Token counts (no special tokens), the missing ones tokenized concurrently, several a
+        call when start-up proved a separator (`sep`: token_counts.separator); texts seen before
+        come from a bounded cache. `calls(n)` hears how many /tokenize calls it made."""
+        return self._counts.count(texts, sep, calls)
 
     def waiting(self) -> str | None:
         """Why vLLM is not up yet, or None once it answers /v1/models. On a connection of its
@@ -294,7 +283,7 @@ class Engine:
         return self.call("GET", "/tokenizer_info")
 
     def close(self) -> None:
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        self._pool.shutdown()
         while not self._idle.empty():
             self._idle.get_nowait()[0].close()
 

@@ -2,10 +2,11 @@
 them from one source address, and who makes room.
 
 Owns: each connection's state (idle between requests, reading one, being answered) and source,
-refusing a source past its cap (and answering a refused newcomer), closing one connection when
-a newcomer arrives past the table's cap (the longest idle, else the one sending its request the
-longest, only ever of the newcomer's own source or of a source holding more), and fitting the
-cap under the process's file-descriptor limit.
+refusing a source past its cap (and answering a refused newcomer), moving a connection to the
+client a trusted proxy names (client_key.py; the proxy's own key has no cap, the client's has),
+closing one connection when a newcomer arrives past the table's cap (the longest idle, else the
+one sending its request the longest, only ever of the newcomer's own source or of a source
+holding more), and fitting the cap under the process's file-descriptor limit.
 Never: reads or writes requests (connections.py does); a connection being answered is never
 closed from here.
 """
@@ -61,12 +62,13 @@ class Table:
         self.held = collections.Counter()  # open connections per source
         self.warned = -WARN_EVERY_S  # when a refusal past a source's cap was last logged
 
-    def add(self, sock, source: str = "") -> Conn | None:
+    def add(self, sock, source: str = "", capped: bool = True) -> Conn | None:
         """The newcomer's record, or None: its source is at its cap (at_cap says so), or no
-        connection it may close is waiting."""
+        connection it may close is waiting. Not `capped`: a trusted proxy, whose connections
+        carry many clients (each counted as its own once named: move)."""
         with self.lock:
             mine = self.held[source]
-            if self._capped(mine):
+            if capped and self._capped(mine):
                 return None
             if len(self.open) >= self.limit and not self._evict(source, mine):
                 return None
@@ -74,26 +76,44 @@ class Table:
             self.held[source] += 1
             return conn
 
+    def move(self, sock, source: str, capped: bool = True) -> bool:
+        """The connection counts as `source`'s from now on (a trusted proxy named its client, or
+        its request ended); False, and it stays where it was, when `capped` and `source` is at
+        its cap."""
+        with self.lock:
+            conn = self.open.get(sock)
+            if conn is None or conn.source == source:
+                return True  # already its, or closed for a newcomer: nothing to count
+            if capped and self._capped(self.held[source]):
+                return False
+            self._drop(sock)
+            self.open[sock], conn.source = conn, source
+            self.held[source] += 1
+            return True
+
     def at_cap(self, source: str) -> bool:
         with self.lock:
             return self._capped(self.held[source])
 
-    def refusal(self, source: str) -> OnepassError:
+    def refusal(self, source: str, capped: bool = True) -> OnepassError:
         """What a newcomer add() refused is answered: 503 past its source's cap (no one else's
         connection was closed for it), else 529 (every connection it may close is busy)."""
-        if self.at_cap(source):
-            telemetry.SOURCE_CAPPED.inc()
-            now = time.monotonic()
-            if now - self.warned >= WARN_EVERY_S:  # a flood logs a line, not a line a refusal
-                self.warned = now
-                log.warning("refused a connection from %s: %d connections open from it, its "
-                            "cap (--max-connections-per-source)", source, self.per_source)
-            return SourceOverCap(f"{self.per_source} connections are open from your address, "
-                                 "its most; close idle ones or retry shortly",
-                                 retry_after_ms=1000)
+        if capped and self.at_cap(source):
+            return self.over_cap(source)
         telemetry.OVERLOADED.inc("connections")
         return Overloaded(f"this server has its {self.limit} connections open, all being "
                           "answered; retry shortly", retry_after_ms=1000)
+
+    def over_cap(self, source: str) -> SourceOverCap:
+        """The refusal of a connection past its source's cap (counted, and logged now and then)."""
+        telemetry.SOURCE_CAPPED.inc()
+        now = time.monotonic()
+        if now - self.warned >= WARN_EVERY_S:  # a flood logs a line, not a line a refusal
+            self.warned = now
+            log.warning("refused a connection from %s: %d connections open from it, its "
+                        "cap (--max-connections-per-source)", source, self.per_source)
+        return SourceOverCap(f"{self.per_source} connections are open from your address, "
+                             "its most; close idle ones or retry shortly", retry_after_ms=1000)
 
     def _capped(self, held: int) -> bool:
         # a cap as large as the table is none: the source's own connections make room

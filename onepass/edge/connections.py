@@ -5,7 +5,8 @@ Owns: the per-connection request loop, response bytes, closing without resetting
 response, the access log line (telemetry.finish writes it: JSON, never bodies or keys), the
 counts the edge alone sees (requests, times, 529s for slow connections), and drain-then-stop;
 conn_table.py holds the caps on open connections (the table's and each source address's) and
-answers a newcomer past them.
+answers a newcomer past them; behind a trusted proxy each request is keyed on the client it
+names (a PROXY header, then X-Forwarded-For: client_key.py).
 Never: validates API fields or decides (api/ and pipeline.py do), or parses framing (framing.py).
 """
 from __future__ import annotations
@@ -22,12 +23,14 @@ import uuid
 
 from . import framing
 from .bugs import log_bug
+from .client_key import ClientKey
 from .. import inflight, telemetry
 from .conn_table import IDLE, READING, WORKING, Conn, Table, fit_descriptors
 from .responses import printable, response
 from .watch import Watcher
+from .real_client import Trust
 from ..errors import (ClientClosed, MalformedHttp, OnepassError, Overloaded, RequestTimeout,
-                      ShuttingDown)
+                      ShuttingDown, SourceOverCap)
 
 log = logging.getLogger("onepass")
 access_log = logging.getLogger("onepass.access")  # shim.py writes its lines as bare JSON
@@ -77,10 +80,12 @@ class Handler(socketserver.BaseRequestHandler):
                                              s.client_timeout_s)
         self.rfile = io.BufferedReader(self.reader, 65536)
         self.closing = self.linger = False
+        self.key = ClientKey(self.server, self.request, self.client_address[0])
 
     def handle(self):
         while not self.closing:
             self.conn.set(IDLE)
+            self.key.between()
             self.reader.end()
             try:
                 if not self.rfile.peek(1):
@@ -105,6 +110,7 @@ class Handler(socketserver.BaseRequestHandler):
         method, path, service = "-", "", self.server.service
         telemetry.start_request()
         try:
+            self.key.greet(self.rfile, self.reader.deadline)  # a PROXY header, first only
             head = framing.read_head(self.rfile)
             if head is None:
                 self.closing = True
@@ -118,10 +124,12 @@ class Handler(socketserver.BaseRequestHandler):
         except Unanswered:
             self.closing = True
             access_log.info("%s", telemetry.finish(method, path, printable(path), 0, started, {},
-                                                   request_id))
+                                                   request_id,
+                                                   **self.key.logged(self.call.source)))
             return
-        except (MalformedHttp, TimeoutError) as e:  # a broken or late head or body
-            err = e if isinstance(e, MalformedHttp) else RequestTimeout(
+        # a broken or late head or body, or a PROXY header naming a client past its cap
+        except (MalformedHttp, SourceOverCap, TimeoutError) as e:
+            err = e if isinstance(e, OnepassError) else RequestTimeout(
                 f"the request was not complete within {service.settings.client_timeout_s} s")
             self.closing = self.linger = True
             status, doc, extra = service.render_error(err, path)
@@ -141,7 +149,8 @@ class Handler(socketserver.BaseRequestHandler):
         if status == ClientClosed.status:
             self.closing = True  # nobody reads the answer
         access_log.info("%s", telemetry.finish(method, path, printable(path), status, started,
-                                               doc, request_id, self.call.tokens))
+                                               doc, request_id, self.call.tokens,
+                                               **self.key.logged(self.call.source)))
         if status != ClientClosed.status:
             self.send(method, status, doc, request_id, extra)
 
@@ -150,7 +159,7 @@ class Handler(socketserver.BaseRequestHandler):
         service, limit, unread, reading = self.server.service, 0, 0, False
         try:
             unread = framing.body_length(head)
-            source = self.call.source = self.client_address[0]
+            source = self.call.source = self.key.of_request(head.fields)
             status, adapter = service.admit(head.method, path, query, head.fields, source)
             if status is not None:
                 return status, adapter, {}
@@ -176,6 +185,7 @@ class Handler(socketserver.BaseRequestHandler):
         except OnepassError as e:
             if isinstance(e, MalformedHttp):
                 raise
+            self.closing |= isinstance(e, SourceOverCap)  # past its client's cap: closed
             if isinstance(e, ShuttingDown) and service.settings.drain_refusal == "close":
                 raise Unanswered from None  # nothing was done: the balancer retries elsewhere
             return service.render_error(e, path)
@@ -219,6 +229,7 @@ class Server(socketserver.ThreadingTCPServer):
         settings = service.settings
         self.table = Table(fit_descriptors(settings.max_connections, settings.engine_connections),
                            settings.max_connections_per_source)
+        self.trust = Trust(settings.trusted_proxies)  # whose word names the client
         self.draining = threading.Event()
         self.watcher = Watcher()  # clients whose decisions run, watched for leaving
         super().__init__((settings.host, settings.port), Handler)
@@ -232,9 +243,11 @@ class Server(socketserver.ThreadingTCPServer):
             raise
 
     def verify_request(self, request, client_address) -> bool:
-        if self.table.add(request, client_address[0]):
+        # a trusted proxy's connections are capped per client once it names one (client_key.py)
+        peer, capped = client_address[0], not self.trust.trusts(client_address[0])
+        if self.table.add(request, peer, capped):
             return True
-        status, doc, extra = self.service.render_error(self.table.refusal(client_address[0]))
+        status, doc, extra = self.service.render_error(self.table.refusal(peer, capped))
         try:  # the accepting thread must not block on a client: one non-blocking send
             request.setblocking(False)
             request.send(response(status, doc, "req_" + uuid.uuid4().hex, extra, close=True))

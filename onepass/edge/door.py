@@ -8,9 +8,14 @@ engine runs fewer rather than every one late); the count running and the queue o
 waiting (each with its Call); the order a waiter goes in: oldest first while the queue drains,
 newest first once it stands (it has not been empty for `interval_s`), since the newest have
 the most patience left, but a waiter whose address runs a quarter of the places already goes
-after the others, so one client's many cannot keep another's waiting; shedding: a waiter may wait `target_s` while the queue stands, else `interval_s`, and never so long
-that its decision, expected to take `expected()` seconds, would end past its deadline; a
-waiter whose client left or whose deadline passed leaves the queue and never starts; on drain
+after the others, so one client's many cannot keep another's waiting, and one address never
+runs every place but `spare` (one: it may hold more in flight, slots.py, than the places, and
+the door never pre-empts, so a place stays free for another address's first decision);
+shedding: a waiter may wait `target_s` while the queue stands, else `interval_s`, and never so long
+that its decision, expected to take `least()` seconds at least, would end past its deadline; a
+waiter whose client left or whose deadline passed leaves the queue and never starts (its
+decision judged at the least one takes, `least()`: its own cost is not known before it is
+priced, pace.py); on drain
 every waiter is refused (nothing was done for it: it can be retried elsewhere).
 Never: reads requests or sockets (edge/watch.py abandons a gone client's Call), measures
 service time (pace.py: time at the door is no service) or takes the in-flight slots (slots.py:
@@ -65,9 +70,12 @@ class Door:
 
     def __init__(self, limit: int, target_s: float, interval_s: float,
                  expected=lambda: 0.0, closed=lambda: None, clock=time.monotonic,
-                 poll_s: float = POLL_S, sized=lambda: None):
+                 poll_s: float = POLL_S, sized=lambda: None, least=None,
+                 spare: int = 0):
         self.limit, self.target_s, self.interval_s = limit, target_s, interval_s
+        self.spare = spare  # places one address leaves to the others (0: it may take all)
         self.sized = sized
+        self.least = least or expected  # the least a waiter's decision takes: its deadline
         self.expected, self.closed, self.clock, self.poll_s = expected, closed, clock, poll_s
         self.running = 0
         self.by_source = collections.Counter()  # running, by the client's address
@@ -151,7 +159,7 @@ class Door:
         for w in self.queue:
             why = stop or self._stopped(w)
             if why is None and w.call is not None and w.call.deadline is not None:
-                expected = self.expected() if expected is None else expected
+                expected = self.least() if expected is None else expected
                 if w.call.deadline - now < expected:
                     telemetry.OVERLOADED.inc("deadline")
                     why = Overloaded(
@@ -176,17 +184,24 @@ class Door:
         self.queue = kept
         while self.queue and self.running < running:
             w = self._next(standing, running)
+            if w is None:
+                break
             self._start(w.source)
             w.outcome = GO
             w.woken.set()
         if not self.queue:
             self.last_empty = now
 
-    def _next(self, standing: bool, running: int) -> Waiter:
+    def _next(self, standing: bool, running: int) -> Waiter | None:
         """The waiter to start: the newest once the queue stands, else the oldest, passing over
         those whose address already runs its share of the places (a quarter), so one client's
-        many cannot keep another's waiting."""
-        order = reversed(self.queue) if standing else self.queue
+        many cannot keep another's waiting; none whose address runs every place but `spare`
+        (a place stays for another address's first decision: the door never pre-empts)."""
+        most = max(1, running - self.spare)
+        order = [x for x in (reversed(self.queue) if standing else self.queue)
+                 if self.by_source[x.source] < most]
+        if not order:
+            return None
         share = max(1, running // SHARE)
         w = min(order, key=lambda x: self.by_source[x.source] >= share)  # the first below it
         self.queue.remove(w)

@@ -87,7 +87,8 @@ def document(settings) -> dict:
                             "schema": {"type": "string"},
                             "description": "1: liveness (200 as soon as the shim is up)"}],
             "responses": {"200": response("ready (or live)", s.HEALTH),
-                          "503": response("warming, failed or draining", s.HEALTH)}}},
+                          "503": response("warming, failed, draining or unresponsive",
+                                          s.HEALTH)}}},
         "/v1/models": {"get": {
             "summary": "the concrete model name and its aliases", "operationId": "models",
             "responses": {"200": response("the models", s.MODELS), **auth_errors(s.DETAIL),
@@ -116,7 +117,8 @@ def document(settings) -> dict:
         "info": {"title": "onepass", "version": "1",
                  "description": "Typed decisions from one forward pass on vLLM: TypeSafe's System "
                  f"One and OpenAI's Decisions APIs. Limits: {nq} questions per request, "
-                 f"{settings.max_reads} calls of the model (every step counted), {each}"
+                 f"{settings.max_reads} calls of the model (every step counted), "
+                 f"{settings.max_prompt_tokens or 'no limit of'} tokens of work, {each}"
                  f"{settings.max_body_bytes} bytes per body "
                  f"({settings.max_decoded_bytes} decoded; a vision profile's images beside), "
                  f"{settings.max_json_values} JSON values (docs/http-edge.md#limits)."},

@@ -156,7 +156,8 @@ OPENAI_ERROR = obj({"error": obj({"message": {"type": "string"}, "type": {"type"
                                   "param": {"type": ["string", "null"]},
                                   "code": {"type": ["string", "null"]}},
                                  ["message", "type", "param", "code"])}, ["error"])
-HEALTH = obj({"status": {"enum": ["ok", "live", "warming", "failed", "draining"]},
+HEALTH = obj({"status": {"enum": ["ok", "live", "warming", "failed", "draining",
+                                     "unresponsive"]},
               "warming": {"type": "boolean"}, "draining": {"type": "boolean"},
               "model": {"type": "string"}, "profile": {"type": "string"},
               "attention_modes": {"type": "array", "items": {"enum": ["causal", "bidirectional"]}},

@@ -3,7 +3,9 @@
 Owns: the tokeniser (casefolded unicode words), per-term idf with rank-bm25's epsilon floor for
 negative idf, one score per document.
 Never: imports anything outside the standard library, or raises on an empty corpus or document.
-In: a corpus of token lists, then query token lists. Out: one float per document, in corpus order.
+In: a corpus of token lists, then query token lists. Out: one float per document, in corpus order
+(`scores`), or the documents a query matches with theirs (`matched`: work by the query's
+postings, not the corpus).
 """
 from __future__ import annotations
 
@@ -45,15 +47,37 @@ class BM25:
         floor = epsilon * self.average_idf
         # Only idf < 0 is replaced: a term in exactly half of the documents keeps idf 0.
         self.idf = {t: floor if v < 0 else v for t, v in raw.items()}
+        self.postings: dict[str, list[int]] = {}  # term -> the documents holding it, in order
+        for j, freq in enumerate(self.freqs):
+            for t in freq:
+                self.postings.setdefault(t, []).append(j)
+
+    def norm(self, length: int) -> float:
+        # avgdl is 0 only when every document is empty: no term can match, the ratio is moot.
+        ratio = length / self.avgdl if self.avgdl else 0.0
+        return self.k1 * (1 - self.b + self.b * ratio)
+
+    def visits(self, query: list[str]) -> int:
+        """How many (term, document) pairs `matched` looks at for this query."""
+        return sum(len(self.postings.get(t, ())) for t in query)
+
+    def matched(self, query: list[str]) -> dict[int, float]:
+        """{document: score} of the documents holding a query term (the others score 0), each
+        score as `scores` gives it."""
+        k1, parts = self.k1, {}
+        for t in query:
+            for j in self.postings.get(t, ()):
+                tf = self.freqs[j][t]
+                parts.setdefault(j, []).append(
+                    self.idf[t] * (tf * (k1 + 1) / (tf + self.norm(self.lengths[j]))))
+        return {j: math.fsum(p) for j, p in parts.items()}
 
     def scores(self, query: list[str]) -> list[float]:
         """One score per document; a repeated query term counts each time it appears."""
-        k1, b = self.k1, self.b
+        k1 = self.k1
         out = []
         for freq, length in zip(self.freqs, self.lengths):
-            # avgdl is 0 only when every document is empty: no term can match, the ratio is moot.
-            ratio = length / self.avgdl if self.avgdl else 0.0
-            norm = k1 * (1 - b + b * ratio)
+            norm = self.norm(length)
             parts = []
             for t in query:
                 tf = freq.get(t, 0)

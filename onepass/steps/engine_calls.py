@@ -27,12 +27,17 @@ class EngineCalls:
         self.profile, self.facts, self.engine = profile, facts, engine
         self.labels = facts.labels
 
-    def fit(self, page: Page, reserve: int = 1, budget: int | None = None):
+    def fit(self, page: Page, reserve: int = 1, budget: int | None = None, meter=None):
         """(reads, selections): every question fitted within the context less `reserve`
-        tokens (what follows the prompt: 1 for a read, a generation's cap), and `budget`."""
+        tokens (what follows the prompt: 1 for a read, a generation's cap), and `budget`;
+        `meter` (a request's work.Budget) is told the work first, /tokenize calls included."""
         most = self.facts.max_len - reserve
-        return fitting.fit(page, self.profile, self.labels, self.engine.count,
-                           min(most, budget) if budget else most)
+        sep, calls = getattr(self.facts, "separator", None), meter and meter.tokenized
+
+        def count(texts):
+            return self.engine.count(texts, sep, calls)
+        return fitting.fit(page, self.profile, self.labels, count,
+                           min(most, budget) if budget else most, meter)
 
     def two_way_budget(self, mode: str) -> int | None:
         """The plugin's one-step budget reads in `mode` are fitted to: two-way, once learnt."""

@@ -20,7 +20,6 @@ from onepass.edge.watch import POLL_S
 from tests.live.test_abandon_live import access_lines, leave_and_settle, shim_metric
 from tests.support import hostile_clients as hc
 from tests.support.dry_run import dry_run, parse
-from tests.support.edge_client import request as raw_request
 from tests.support.hostile_bodies import NORMAL
 from tests.support.json_http import request
 from tests.support.live_stack import (SMOLLM2, clean_env, free_port, fresh_key, start_shim,
@@ -40,14 +39,6 @@ def shim(stack):
     proc.wait(timeout=60)
 
 
-def head(chunked: bool) -> bytes:
-    """A decision's head and nothing more: chunked, or announcing 8 MiB."""
-    framing = {"Transfer-Encoding": "chunked"} if chunked else {"Content-Length": "8388608"}
-    raw = raw_request("POST", "/v1/systemone", b"", {"Content-Type": "application/json",
-                                                     **framing})
-    return raw.replace(b"Content-Length: 0\r\n", b"") if chunked else raw
-
-
 def test_heads_without_bodies_leave_the_budget_to_others(shim):
     """From 127.0.0.2-5, two connections each, a chunked head and a `Content-Length: 8388608`
     head, then nothing: they claimed 24 + 8 MiB an address, all 128 MiB, and a 2 KB decision
@@ -57,7 +48,7 @@ def test_heads_without_bodies_leave_the_budget_to_others(shim):
         for n in range(2, 6):
             for chunked in (True, False):
                 socks.append(hc.connect(shim, f"127.0.0.{n}"))
-                socks[-1].sendall(head(chunked))
+                socks[-1].sendall(hc.head_only(chunked))
         time.sleep(1.0)  # the shim reads the heads (their claims were taken at once)
         data = json.dumps(dict(NORMAL, state="x" * 2000)).encode()
         status, _, retry = hc.send(shim, hc.post(data, {}), hc.OTHER_SOURCE, 120)

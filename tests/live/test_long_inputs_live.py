@@ -1,6 +1,9 @@
 """Long states through the real shim and vLLM: never an error for length, each question fitted
-with vLLM's own token counts, the planted paragraph kept, and the two-way budget learnt."""
+with vLLM's own token counts, the planted paragraph kept, the two-way budget learnt, and many
+questions on a long state cut within the token budget in a bounded number of /tokenize calls."""
 import json
+import re
+import urllib.request
 
 import pytest
 
@@ -9,7 +12,22 @@ from tests.support.live_stack import (FAST_PROFILE, ROOT, config_doc, free_port,
                                       wait_health)
 from tests.support.response_contract import check_response
 
+
+def tokenize_calls(vllm_url) -> float:
+    """The /tokenize calls vLLM has answered, from its /metrics (its HTTP instrumentation)."""
+    text = urllib.request.urlopen(vllm_url + "/metrics", timeout=30).read().decode()
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+               if re.match(r'http_requests_total\{.*handler="/tokenize"', line))
+
+
+def many_notes(n: int) -> str:
+    """n distinct short paragraphs, PLANTED among them: a state of many parts."""
+    notes = [f"Note {i}: the parcel left depot {i % 97} on time." for i in range(n)]
+    notes.insert(n // 2, PLANTED)
+    return "\n\n".join(notes)
+
 CONTEXT = 1024  # the second shim's profile: a small context keeps the CPU reads short
+BUDGET = 200_000  # the second shim's --max-prompt-tokens: about 195 questions cut to CONTEXT
 FILLER = ("Paragraph {i}: the weather in the harbour town stayed grey, with rain over the hills "
           "and a slow wind from the sea.")
 PLANTED = "Invoice 4471 was charged twice; the customer asks for one charge to be refunded."
@@ -34,7 +52,8 @@ def small(stack, tmp_path_factory):
     config = tmp_path_factory.mktemp("small") / "serve_config.json"
     config.write_text(json.dumps(doc))
     port = free_port()
-    proc = start_shim(stack.vllm_url, port, args=("--config", str(config)))
+    proc = start_shim(stack.vllm_url, port, args=("--config", str(config),
+                                                  "--max-prompt-tokens", str(BUDGET)))
     base = f"http://127.0.0.1:{port}"
     wait_health(base, {"ok"}, timeout=300)
     yield base
@@ -86,6 +105,55 @@ def test_head_tail_for_comparison(small):
     status, _, doc = request(small, "POST", "/v1/systemone", body, timeout=600)
     assert status == 200, doc
     assert cut(doc)["refund"]["method"] == "head_tail"
+
+
+def test_many_questions_on_a_long_state_within_the_token_budget(small, stack):
+    """A state of 3,000 parts asked 12 questions is cut within the context for each, with a
+    bounded number of /tokenize calls (not one per part, nor per question); asked 400 it would
+    cost more than --max-prompt-tokens: a 422 saying so, before any part is counted."""
+    from onepass.prompt import fitting
+    state = many_notes(3000)
+    questions = {f"q{k}": {"type": "noul", "instructions": f"Was invoice {k} charged twice?"}
+                 for k in range(400)}
+    before = tokenize_calls(stack.vllm_url)
+    body = {"model": "jev-latest", "state": state, "questions": dict(list(questions.items())[:12])}
+    status, _, doc = request(small, "POST", "/v1/systemone", body, timeout=900)
+    made = tokenize_calls(stack.vllm_url) - before
+    assert status == 200, doc
+    assert len(cut(doc)) == 12 and all(s["kept_tokens"] < CONTEXT for s in cut(doc).values())
+    # the whole state, the bare prompts, the parts (one batch), then a batch per round
+    assert 0 < made <= fitting.MAX_ROUNDS + 3, made
+    before = tokenize_calls(stack.vllm_url)
+    status, _, doc = request(small, "POST", "/v1/systemone", {**body, "questions": questions},
+                             timeout=900)
+    made = tokenize_calls(stack.vllm_url) - before
+    assert status == 422, doc
+    [problem] = doc["detail"]
+    assert problem["loc"] == ["body", "questions"] and problem["type"] == "too_long", doc
+    assert f"at most {BUDGET} per request (--max-prompt-tokens)" in problem["msg"], doc
+    assert made <= 2, made  # the whole state and the bare prompts: no part counted
+
+
+def test_batched_counts_are_vllms_own(stack):
+    """The separator start-up proves splits a batch exactly with vLLM's tokenizer: every
+    text's count in one call equals its count alone."""
+    from onepass import config
+    from onepass.backend import token_counts
+    from onepass.backend.engine import Engine
+    _, profile = config.load_profile(str(ROOT / "serve_config.json"), FAST_PROFILE)
+    engine = Engine(stack.vllm_url, profile.served_model_name, timeout_s=120, num_connections=8,
+                    key=stack.vllm_key)
+    try:
+        sep = token_counts.separator(engine.ids, profile)
+        assert sep is not None
+        texts = [p for p in many_notes(300).split("\n\n")] + [
+            " lead", "trail ", "\n\n", "ünïcödé 日本語", '{"a": [1, 2]}', "x" * 500]
+        alone = [len(engine.ids(t)) for t in texts]
+        made = []
+        assert engine.count(texts, sep, made.append) == alone
+        assert made == [1]
+    finally:
+        engine.close()
 
 
 def test_planted_paragraph_kept_by_vllms_token_counts(stack):

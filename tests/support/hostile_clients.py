@@ -43,6 +43,14 @@ def chunked_post(data: bytes, size: int, headers: dict) -> bytes:
     return head + chunked(data, size)
 
 
+def head_only(chunked: bool, headers: dict | None = None) -> bytes:
+    """A decision's head and nothing more: chunked, or announcing 8 MiB."""
+    framing = {"Transfer-Encoding": "chunked"} if chunked else {"Content-Length": "8388608"}
+    raw = request("POST", "/v1/systemone", b"", {"Content-Type": "application/json",
+                                                 **(headers or {}), **framing})
+    return raw.replace(b"Content-Length: 0\r\n", b"") if chunked else raw
+
+
 def multipart_post(headers: dict, size: int = 4 << 20) -> bytes:
     """`xy\\r\\n--a` repeated: a part per 8 bytes, none of them well formed."""
     return post(b"xy\r\n--a" * (size // 7), {

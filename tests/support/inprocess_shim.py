@@ -35,11 +35,12 @@ def stop_shim(server):
 
 class AgainstFakeEngine(unittest.TestCase):
     """A class's tests share one shim (ready, no guard) before a fake engine that answers."""
+    settings: dict = {}  # the shim's ONEPASS_* environment
 
     @classmethod
     def setUpClass(cls):
         cls.fake = FakeEngine()
-        cls.server = start_shim(cls.fake.url)
+        cls.server = start_shim(cls.fake.url, **cls.settings)
 
     @classmethod
     def tearDownClass(cls):

@@ -217,16 +217,13 @@ class TestEarlyRefusal(unittest.TestCase):
         self.assertEqual(call(server, body=body)[0], 200)  # no deadline: answered, and timed
         self.assertGreaterEqual(server.service.pace.expected_s(), 0.2)
         before = samples(get(server, "/metrics")[2])
-        started = time.monotonic()
         status, headers, doc = call(server, body=body,
                                     headers={"x-envoy-expected-rq-timeout-ms": "50"})
-        refused_in = time.monotonic() - started
         after = samples(get(server, "/metrics")[2])
         self.assertEqual((status, doc["detail"]["error_type"]), (529, "overloaded_error"))
         self.assertIn("deadline", doc["detail"]["message"])
         self.assertGreaterEqual(int(headers["retry-after-ms"]), 200)
         self.assertGreaterEqual(int(headers["Retry-After"]), 1)
-        self.assertLess(refused_in, 0.2)  # refused before any read could have run
         name = 'onepass_overloaded_total{reason="deadline"}'
         self.assertEqual(after.get(name, 0) - before.get(name, 0), 1)
         self.assertEqual(after["onepass_engine_reads_total"], before["onepass_engine_reads_total"])

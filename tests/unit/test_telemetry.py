@@ -21,9 +21,10 @@ def value(name: str) -> float:
     return samples(telemetry.REGISTRY.render()).get(name, 0.0)
 
 
-def service(phase="ready", closed=False):
-    """What the gauges read of a running Service."""
+def service(phase="ready", closed=False, stalled=None):
+    """What the gauges read of a running Service (`stalled`: its heartbeat's reason)."""
     return SimpleNamespace(phase=phase, slots=SimpleNamespace(busy=3, closed=closed),
+                           heartbeat=SimpleNamespace(reason=stalled),
                            door=SimpleNamespace(queue=["a waiter"] * 2),
                            pace=SimpleNamespace(expected_s=lambda: 0.123456),
                            settings=SimpleNamespace(profile="p", vllm_dtype="bf16",
@@ -97,6 +98,13 @@ class TestGauges(unittest.TestCase):
         telemetry.watch(service(phase="ready", closed=True))
         self.assertEqual(value('onepass_phase{phase="draining"}'), 1)
         self.assertEqual(value('onepass_phase{phase="ready"}'), 0)
+
+    def test_unresponsive_is_the_phase_while_ready_and_vllm_misses_its_heartbeat(self):
+        telemetry.watch(service(phase="ready", stalled="vLLM did not answer"))
+        self.assertEqual((value('onepass_phase{phase="unresponsive"}'),
+                          value('onepass_phase{phase="ready"}')), (1, 0))
+        telemetry.watch(service(phase="ready", closed=True, stalled="vLLM did not answer"))
+        self.assertEqual(value('onepass_phase{phase="draining"}'), 1)  # draining wins
 
     def test_no_service_no_samples(self):
         telemetry.watch(None)

@@ -40,7 +40,7 @@ class CountingEngine:
     def __init__(self):
         self.reads, self.generations, self.two_way_budget = 0, 0, None
 
-    def count(self, texts):
+    def count(self, texts, sep=None, calls=None):
         return [len(t.encode()) // 4 for t in texts]
 
     def read_all(self, reads):

@@ -33,7 +33,7 @@ class Stalling(LocalServer):
 def engine(port: int, timeout_s: float):
     return types.SimpleNamespace(host="127.0.0.1", port=port, prefix="", timeout_s=timeout_s,
                                  auth={"Authorization": "Bearer vllm-key"},
-                                 count=lambda texts: [1 for _ in texts],
+                                 count=lambda texts, *_: [1 for _ in texts],
                                  gate=wire.Gate(1 << 20, timeout_s))
 
 
@@ -44,25 +44,20 @@ class TestStreamDeadline(unittest.TestCase):
         self.read = Read("prompt", (), ())
 
     def generate(self, timeout_s: float, budget_s: float):
-        started = time.monotonic()
-        try:
-            return streamed.generate(engine(self.server.port, timeout_s), self.read,
-                                     "/v1/completions", {}, "text", started + budget_s)
-        finally:
-            self.took = time.monotonic() - started
+        return streamed.generate(engine(self.server.port, timeout_s), self.read,
+                                 "/v1/completions", {}, "text", time.monotonic() + budget_s)
 
     def test_the_engine_timeout_holds_under_a_longer_budget(self):
-        """budget_ms 3 s, engine timeout 0.5 s, vLLM stalls: 503 at the engine timeout, not a
-        thought cut with 0 tokens at the budget."""
+        """budget_ms 3 s, engine timeout 0.5 s, vLLM stalls 6 s: 503 at the engine timeout, not
+        a thought cut with 0 tokens at the budget (which would return, not raise)."""
         with self.assertRaises(EngineUnavailable):
             self.generate(timeout_s=0.5, budget_s=3)
-        self.assertLess(self.took, 2)
 
     def test_a_shorter_budget_still_cuts(self):
-        """budget 0.5 s, engine timeout 5 s: the thought is cut at the budget, kept."""
+        """budget 0.5 s, engine timeout 5 s: the thought is cut at the budget, kept (the engine
+        timeout would raise EngineUnavailable instead)."""
         text, tokens, cut, _ = self.generate(timeout_s=5, budget_s=0.5)
         self.assertEqual((text, tokens, cut), ("", [], True))
-        self.assertLess(self.took, 2)
         self.assertIn(b"\r\nAuthorization: Bearer vllm-key\r\n", self.server.got)  # vLLM's key
 
 

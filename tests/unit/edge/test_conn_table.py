@@ -9,6 +9,7 @@ Run: python3 -S -m unittest tests.unit.edge.test_conn_table
 import socket
 import time
 import unittest
+from unittest import mock
 
 from onepass import telemetry
 from onepass.edge import conn_table
@@ -142,20 +143,57 @@ class TestSources(unittest.TestCase):
         self.assertEqual(Table(256).per_source, 64)
 
 
+class TestProxied(unittest.TestCase):
+    """A trusted proxy's connections (add with capped=False) and the clients it names (move)."""
+
+    def test_a_trusted_proxy_is_not_capped_as_one_address(self):
+        """add: uncapped past the source's cap; its refusal when the table is full is the 529
+        for a full table, never the 503 naming its address's cap."""
+        t = Table(4, per_source=2)
+        for i in range(4):
+            t.add(Sock(f"p{i}"), "10.0.0.1", capped=False).state = WORKING
+        self.assertIsNone(t.add(Sock("p4"), "10.0.0.1", capped=False))  # full, none to close
+        self.assertEqual(t.refusal("10.0.0.1", capped=False).status, 529)
+
+    def test_a_connection_moves_to_its_client_within_the_clients_cap(self):
+        """move: the count goes from the proxy to the client named; a client at its cap is
+        refused (False) and the connection stays the proxy's; moving back is never capped."""
+        t = Table(8, per_source=2)
+        socks = [Sock(f"p{i}") for i in range(3)]
+        for sock in socks:
+            t.add(sock, "10.0.0.1", capped=False)
+        self.assertTrue(t.move(socks[0], "203.0.113.7"))
+        self.assertTrue(t.move(socks[1], "203.0.113.7"))
+        self.assertFalse(t.move(socks[2], "203.0.113.7"))
+        self.assertEqual((t.held["203.0.113.7"], t.held["10.0.0.1"]), (2, 1))
+        self.assertEqual((t.open[socks[0]].source, t.open[socks[2]].source),
+                         ("203.0.113.7", "10.0.0.1"))
+        self.assertTrue(t.move(socks[0], "10.0.0.1", capped=False))
+        self.assertEqual((t.held["203.0.113.7"], t.held["10.0.0.1"]), (1, 2))
+        t.remove(socks[1])
+        self.assertNotIn("203.0.113.7", t.held)
+        self.assertTrue(t.move(socks[1], "203.0.113.8"))  # closed already: nothing to count
+        self.assertNotIn("203.0.113.8", t.held)
+
+
 class TestQuiet(unittest.TestCase):
     def test_quiet_returns_at_once_when_all_idle_long_enough(self):
         """wait_quiet: only idle connections older than quiet_s: no wait."""
         t, _ = table(IDLE, IDLE)
-        started = time.monotonic()
-        t.wait_quiet(1.0, 5.0)
-        self.assertLess(time.monotonic() - started, 1.0)
+        with mock.patch.object(conn_table, "time", wraps=time) as clock:
+            t.wait_quiet(1.0, 5.0)
+        self.assertEqual(clock.sleep.call_count, 0)  # returned at its first look
 
     def test_quiet_waits_out_a_request_under_way(self):
         """wait_quiet: a reading connection holds it until the timeout."""
         t, _ = table(IDLE, READING)
-        started = time.monotonic()
-        t.wait_quiet(0.0, 0.2)
-        self.assertGreaterEqual(time.monotonic() - started, 0.2)
+        now = [time.monotonic()]  # a clock that moves only by the polls' sleeps
+        with mock.patch.object(conn_table, "time", wraps=time) as clock:
+            clock.monotonic.side_effect = lambda: now[0]
+            clock.sleep.side_effect = lambda s: now.__setitem__(0, now[0] + s)
+            t.wait_quiet(0.0, 0.2)
+        # looked again until the timeout: 0.2 s of 0.02 s polls, never quiet
+        self.assertGreaterEqual(clock.sleep.call_count, 10)
 
     def test_descriptors_are_left_when_they_suffice(self):
         """fit_descriptors: a cap the soft limit already covers is kept as asked."""

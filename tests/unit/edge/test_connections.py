@@ -110,10 +110,12 @@ class TestClosing(unittest.TestCase):
         for linger, sent in ((True, 4096), (False, 0)):
             server_side, client = socket_pair(self)
             client.sendall(b"y" * sent)
-            started = time.monotonic()
-            with mock.patch.object(connections, "LINGER_BYTES", 1024):
-                linger_close(server_side, linger)
-            self.assertLess(time.monotonic() - started, connections.LINGER_S / 2, linger)
+            closing = threading.Thread(target=linger_close, args=(server_side, linger))
+            with mock.patch.object(connections, "LINGER_BYTES", 1024), \
+                    mock.patch.object(connections, "LINGER_S", 600):
+                closing.start()
+                closing.join(10)  # a guard: lingering to LINGER_S would take 600 s
+            self.assertFalse(closing.is_alive(), linger)
             self.assertEqual(server_side.fileno(), -1)
 
     def test_a_client_gone_is_routine_and_anything_else_a_bug(self):

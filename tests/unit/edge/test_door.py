@@ -117,6 +117,25 @@ class DoorTest(unittest.TestCase):
         self.door.leave(a2)
         self.assertEqual(self.outcome(older), "go")
 
+    def test_one_address_leaves_a_place_for_another(self):
+        """With a spare place (the server's, when one address may hold more in flight than
+        run), address A's many never run every place: B's first decision starts at once, with
+        none of A's ended (the door never pre-empts, so a full door would make B wait for one
+        of A's long decisions). With no spare (one address is every client), A takes all."""
+        def from_(source):
+            c = inflight.Call("req_" + source)
+            c.source = source
+            return c
+        self.door = Door(4, target_s=0.5, interval_s=2.0, clock=self.clock, poll_s=0.005,
+                         spare=1)
+        a = [self.arrive(from_("a")) for _ in range(6)]
+        self.assertEqual([self.outcome(t) for t in a[:3]], ["go"] * 3)
+        self.assertEqual(self.door.running, 3)  # a waits though a place is free
+        self.assertEqual(self.outcome(self.arrive(from_("b"))), "go")
+        self.assertEqual(dict(self.door.by_source), {"a": 3, "b": 1})
+        self.door = Door(4, target_s=0.5, interval_s=2.0, clock=self.clock, poll_s=0.005)
+        self.assertEqual([self.outcome(self.arrive(from_("a"))) for _ in range(4)], ["go"] * 4)
+
     def test_newest_first_once_the_queue_stands(self):
         self.fill()
         first = self.arrive()

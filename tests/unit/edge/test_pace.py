@@ -102,3 +102,63 @@ class TestPace(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class TestPerCost(unittest.TestCase):
+    """The estimate per token of work: one client's long decisions do not make another's
+    cheap one expected long (server.too_late refuses at the expected time)."""
+
+    def setUp(self):
+        self.clock = Clock()
+        self.pace = Pace(weight=0.5, clock=self.clock)
+
+    def answer(self, seconds, cost=None):
+        with self.pace.timed() as timing:
+            timing.cost = cost
+            self.clock.now += seconds
+
+    def test_a_cheap_decision_is_expected_at_its_own_cost(self):
+        for _ in range(5):
+            self.answer(10.0, cost=100_000)  # one client's long decisions
+        long, cheap = self.pace.expected_s(100_000), self.pace.expected_s(1_000)
+        self.assertAlmostEqual(long, self.pace.expected_s())  # the average is the long one
+        self.assertAlmostEqual(cheap / long, 1_000 / 100_000)  # per cost, not per decision
+        self.assertAlmostEqual(self.pace.least_s() / long, 64 / 100_000)
+
+    def test_the_rate_is_seconds_per_token_beside_the_others(self):
+        self.answer(2.0, cost=500)
+        self.assertAlmostEqual(self.pace.rate, 2.0 / 500)
+        with self.pace.timed() as timing:  # priced, and running: itself among the busy
+            timing.cost = 500
+            self.assertAlmostEqual(self.pace.expected_s(500, running=True),
+                                   self.pace.expected_s(500) / 2)
+            self.clock.now += 1.0
+
+    def test_a_price_is_never_extrapolated_upward(self):
+        """After small decisions, a large one is expected at the average decision's time, not
+        at the small ones' rate times its price (their fixed part would make it look long)."""
+        for _ in range(5):
+            self.answer(1.0, cost=1_000)
+        self.assertAlmostEqual(self.pace.expected_s(50_000), self.pace.expected_s())
+        self.assertAlmostEqual(self.pace.expected_s(500) * 2, self.pace.expected_s())
+
+    def test_unpriced_decisions_keep_the_average(self):
+        self.answer(2.0)
+        self.assertIsNone(self.pace.rate)
+        self.assertAlmostEqual(self.pace.least_s(), self.pace.expected_s())
+
+    def test_a_deadline_is_judged_by_the_requests_own_cost(self):
+        """After one client's 10 s decisions, another's request with 1 s left is not refused
+        at its slot (unpriced), nor priced cheap at its turn; priced as long as those, it is
+        (529, before its first read)."""
+        from onepass import inflight
+        from onepass.errors import Overloaded
+        for _ in range(5):
+            self.answer(10.0, cost=100_000)
+        call = inflight.Call("cheap")
+        call.limit(1.0)
+        self.pace.check(call)  # at its slot (server.entered), before its turn
+        with self.pace.timed(call) as priced:  # its turn: the fit step prices it
+            priced(1_000)
+            with self.assertRaises(Overloaded):
+                priced(100_000)

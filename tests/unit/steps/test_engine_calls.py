@@ -25,7 +25,7 @@ class StubEngine:
         self.budget, self.calls, self.two_way_budget = budget, [], None
         self.submitted = []
 
-    def count(self, texts):
+    def count(self, texts, sep=None, calls=None):
         return [len(t.encode()) for t in texts]
 
     def read_all(self, reads):
