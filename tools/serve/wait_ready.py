@@ -2,7 +2,8 @@
 
 Usage: python tools/serve/wait_ready.py HEALTH_URL VLLM_PID SHIM_PID TIMEOUT_S LOG_DIR
 Exit 0 when ready; 1 with the reason (a dead process and its log tail, the shim's failed
-start-up check, or the timeout).
+start-up check, or the timeout). Prints the shim's reason whenever it changes, and every
+SAY_EVERY_S that it is still waiting (vLLM's load says nothing new for minutes).
 """
 import json
 import os
@@ -10,6 +11,8 @@ import sys
 import time
 import urllib.error
 import urllib.request
+
+SAY_EVERY_S = 30
 
 
 def alive(pid: int) -> bool:
@@ -35,8 +38,13 @@ def tail(path: str, n: int = 8) -> str:
 
 def main() -> int:
     url, vllm_pid, shim_pid, timeout_s, log_dir = sys.argv[1:6]
-    deadline, last = time.monotonic() + float(timeout_s), ""
+    start = time.monotonic()
+    deadline, last, said = start + float(timeout_s), "", start
     while time.monotonic() < deadline:
+        if time.monotonic() - said >= SAY_EVERY_S:
+            said = time.monotonic()
+            print(f"  still waiting, {said - start:.0f} s: {last or 'the shim not answering'}",
+                  flush=True)
         for name, pid in (("vLLM", vllm_pid), ("shim", shim_pid)):
             if not alive(int(pid)):
                 print(f"{name} exited during start-up; last lines of its log:\n"
@@ -53,7 +61,7 @@ def main() -> int:
                 print(f"the shim's start-up check failed: {why}", file=sys.stderr)
                 return 1
             if doc.get("reason") != last:
-                last = doc.get("reason", "")
+                last, said = doc.get("reason", ""), time.monotonic()
                 print(f"  waiting: {last}", flush=True)
         except OSError:
             pass
