@@ -11,6 +11,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT))  # onepass/, tests/support/ and the scripts from the checkout
+from tests.support import skips  # noqa: E402
 from tests.support.grounding_eval import eval_items, send  # noqa: E402
 from tests.support.live_stack import (CPU_ARGS, SMOLLM2, VISION_PROFILE,  # noqa: E402
                                       VLLM_TEST_ARGS, serve_stack, shipped_dtype, start_vllm,
@@ -27,6 +28,19 @@ def pytest_collection_modifyitems(session, config, items):
     end, everything else keeps pytest's order."""
     items[:] = ([i for i in items if i.get_closest_marker("last") is None]
                 + [i for i in items if i.get_closest_marker("last") is not None])
+
+
+def skipped(report) -> None:
+    """A skip's (test id, reason) into skips.SEEN, for card_tests/test_skips.py (run last)."""
+    if report.skipped and isinstance(report.longrepr, tuple):
+        skips.SEEN.append((report.nodeid, report.longrepr[2].removeprefix("Skipped: ")))
+
+
+pytest_runtest_logreport = pytest_collectreport = skipped
+
+
+def pytest_terminal_summary(terminalreporter):
+    terminalreporter.write_line(f"skips in this session, by reason:\n{skips.table(skips.SEEN)}")
 
 
 @pytest.fixture(scope="session")

@@ -78,25 +78,27 @@ class TestEdge(unittest.TestCase):
     def test_trickle_meets_one_deadline_for_head_and_body(self):
         """connections: a client sending a byte every 0.2 s gets 408 and a closed connection at
         the 1 s client timeout (one deadline for the whole request, not one per read), in the
-        head and in the body; others are served meanwhile."""
+        head and in the body, while it still has bytes to send (a deadline per read would wait
+        for all 20 and a second more); others are served meanwhile."""
         heads = (b"POST /v1/systemone HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer k-123\r\n"
                  b"Content-Length: 100\r\n\r\n")
         for sent_first, trickled in ((b"", heads), (heads, b"{" * 100)):
-            started = time.monotonic()
+            sent = 0
             with socket.create_connection(self.server.server_address[:2], timeout=10) as s:
                 s.sendall(sent_first)
                 for byte in trickled[:20]:
                     s.sendall(bytes([byte]))
+                    sent += 1
                     if select.select([s], [], [], 0.2)[0]:
                         break  # the server answered
-                    if time.monotonic() - started > 0.6:
+                    if sent == 3:
                         self.assert_still_serving()
                 rfile = s.makefile("rb")
                 status, headers, body = read_response(rfile)
                 self.assertEqual((status, headers["connection"]), (408, "close"))
                 self.assertEqual(json.loads(body)["detail"]["error_type"], "request_timeout")
                 self.assertEqual(rfile.read(), b"")
-            self.assertLess(time.monotonic() - started, 1.9)
+            self.assertLess(sent, 20, "the deadline waited for the trickle to end")
 
     def test_malformed_http_gets_json(self):
         """server: garbage request lines and too many headers get JSON 4xx, and serving goes on."""
@@ -276,13 +278,16 @@ class TestFraming(unittest.TestCase):
             self.assertEqual(read_response(rfile)[0], 200)
 
 
-def head_only(addr, data: bytes) -> tuple[int, dict, float]:
-    """Send a head announcing a body that never comes; the answer must not wait for it."""
-    started = time.monotonic()
-    with socket.create_connection(addr, timeout=5) as s:
+HEAD_ONLY_WAIT_S = 5  # a guard, far below the shim's client timeout: no answer in it fails
+
+
+def head_only(addr, data: bytes) -> tuple[int, dict]:
+    """Send a head announcing a body that never comes; the answer must not wait for it (a shim
+    waiting would answer at its client timeout, past this socket's)."""
+    with socket.create_connection(addr, timeout=HEAD_ONLY_WAIT_S) as s:
         s.sendall(data)
         status, headers, _ = read_response(s.makefile("rb"))
-    return status, headers, time.monotonic() - started
+    return status, headers
 
 
 class TestBeforeTheBody(unittest.TestCase):
@@ -292,6 +297,7 @@ class TestBeforeTheBody(unittest.TestCase):
     def test_refusals_do_not_wait_for_the_body(self):
         server = start_shim("http://127.0.0.1:9", ONEPASS_API_KEY="k-123")
         self.addCleanup(stop_shim, server)
+        self.assertGreater(server.service.settings.client_timeout_s, 4 * HEAD_ONLY_WAIT_S)
         big = f"Content-Length: {30 << 20}"
         for data, want in ((request("POST", "/nope", headers={"Content-Length": str(30 << 20)}),
                             404),
@@ -300,9 +306,8 @@ class TestBeforeTheBody(unittest.TestCase):
                            (post(b"", big).replace(b"Authorization: Bearer k-123\r\n", b""), 401),
                            (post(b"", big).replace(b"k-123", b"k-999"), 401),
                            (post(b"", f"Content-Length: {(32 << 20) + 1}"), 413)):
-            status, headers, took = head_only(server.server_address[:2], data)
+            status, headers = head_only(server.server_address[:2], data)
             self.assertEqual((status, headers["connection"]), (want, "close"))
-            self.assertLess(took, 1.0)
 
     def test_unauthenticated_uploads_cost_no_memory(self):
         """Twelve unauthenticated 30 MiB uploads at once (the issue's case): each is refused from
@@ -365,9 +370,11 @@ class TestConnections(unittest.TestCase):
         idle = [socket.create_connection(shim.addr, timeout=5) for _ in range(70)]
         self.addCleanup(lambda: [s.close() for s in idle])
         time.sleep(0.5)
-        cpu = shim.cpu_s()
+        cpu, wall = shim.cpu_s(), time.monotonic()
         time.sleep(2)
-        self.assertLess(shim.cpu_s() - cpu, 0.5)
+        # a spinning loop takes about a core for the window: a ratio, not seconds
+        busy = (shim.cpu_s() - cpu) / (time.monotonic() - wall)
+        self.assertLess(busy, 0.25, f"the shim used {busy:.0%} of a core with idle connections")
         [(status, _, _)], _ = exchange(shim.addr, request("GET", "/health?live=1",
                                                           headers={"Connection": "close"}))
         self.assertEqual(status, 200)
@@ -541,7 +548,9 @@ class TestDrain(unittest.TestCase):
         return shim, threads, results, time.monotonic()
 
     def test_sigterm_drains_then_exits(self):
-        shim, threads, results, stopped = self.sigterm_in_flight("10", 1.5, 3)
+        """The shim exits once its requests are answered, not at the drain timeout (60 s, past
+        the wait for its exit)."""
+        shim, threads, results, _ = self.sigterm_in_flight("60", 1.5, 3)
         time.sleep(0.2)
         [(status, _, body)], _ = exchange(shim.addr, request("GET", "/health"))
         self.assertEqual((status, json.loads(body)["draining"]), (503, True))
@@ -553,8 +562,8 @@ class TestDrain(unittest.TestCase):
         [t.join() for t in threads]
         self.assertEqual([[r[0] for r in rs] for rs in results], [[200]] * 3)
         self.assertEqual(shim.proc.wait(timeout=10), 0)
-        self.assertLess(time.monotonic() - stopped, 3)
         self.assertIn("draining", "".join(shim.log))
+        self.assertNotIn("drain timed out", "".join(shim.log))
 
     def test_behind_a_balancer_a_draining_shim_closes_new_requests_unanswered(self):
         """ONEPASS_DRAIN_REFUSAL=close (the shims behind deploy/haproxy.cfg): while draining, a
@@ -609,10 +618,13 @@ class TestDrain(unittest.TestCase):
         self.assertLessEqual(set(outcomes), {200, 503, "refused"})
 
     def test_drain_is_bounded(self):
-        shim, threads, _, stopped = self.sigterm_in_flight("0.5", 5, 1)
+        """A 0.5 s drain with a request the engine answers in 5 s: the shim exits with it still
+        in flight, so its client never gets the engine's 200."""
+        shim, threads, results, _ = self.sigterm_in_flight("0.5", 5, 1)
         self.assertEqual(shim.proc.wait(timeout=10), 0)
-        self.assertLess(time.monotonic() - stopped, 2)
         [t.join() for t in threads]
+        answered = [r[0] for r in results[0]] if isinstance(results[0], list) else []
+        self.assertNotIn(200, answered, results)
         shim.reader.join(timeout=5)
         self.assertIn("drain timed out with 1 requests in flight", "".join(shim.log))
 
@@ -659,7 +671,8 @@ class TestHostileBodies(unittest.TestCase):
     def test_bombs_at_the_default_limits(self):
         """16 bodies at once at the default limits: `[{},{},...]` and tiny strings gzip'd to
         the 12 MiB decoded cap (from 12 KB each), `[[[[...` plain at the wire cap, one 12 MiB
-        string gzip'd: each a 4xx within 5 s, the shim's peak memory within 512 MiB of where it
+        string gzip'd: each a 4xx (what parsing one costs is counted in
+        tests/unit/body/test_decode.py), the shim's peak memory within 512 MiB of where it
         started (the old parse took ~50x each bomb's decoded bytes), /health answering."""
         fake = FakeEngine()
         self.addCleanup(fake.stop)
@@ -671,8 +684,8 @@ class TestHostileBodies(unittest.TestCase):
             "one string, gzip")]
         sent = [c for c in kinds for _ in range(4)]
         rnd = hostile_bodies.round_of(shim.addr, shim.proc.pid, [c.raw({}) for c in sent])
-        for case, (status, took) in zip(sent, rnd.hostile):
-            self.assertEqual((status // 100, took < 5), (4, True), (case.name, status, took))
+        for case, (status, _) in zip(sent, rnd.hostile):  # 0: no answer within send's guard
+            self.assertEqual(status // 100, 4, (case.name, status))
         self.assertLess(rnd.growth_kib, 512 << 10)
         self.assertEqual(rnd.health[0], 200)
 

@@ -8,7 +8,6 @@ Run: python3 -S -m unittest test_shim
 """
 import subprocess
 import sys
-import time
 import unittest
 
 from tests.support.fake_engine import FakeEngine
@@ -54,14 +53,13 @@ class TestFailures(unittest.TestCase):
         stop_shim(server)
 
     def test_engine_slower_than_the_timeout_is_503(self):
-        """server: a vLLM slower than the engine timeout gives 503 within a bound, never a hang
-        (a vLLM 5xx giving 502: tests/unit/test_server.py, test_engine_errors_by_kind)."""
+        """server: a vLLM slower than the engine timeout gives 503, not the engine's late 200
+        and never a hang (call's socket timeout is the guard; a vLLM 5xx giving 502:
+        tests/unit/test_server.py, test_engine_errors_by_kind)."""
         fake = FakeEngine(delay_s=2)
         self.addCleanup(fake.stop)
         server = start_shim(fake.url, timeout_s=0.5)
-        started = time.monotonic()
         self.assertEqual(call(server, body=req({"q": NOUL_Q}))[0], 503)
-        self.assertLess(time.monotonic() - started, 5)
         stop_shim(server)
 
     def test_http_contract_without_engine(self):

@@ -30,6 +30,7 @@ from tests.support import replay_shim  # noqa: E402
 from tests.support.inprocess_shim import stop_shim  # noqa: E402
 from tests.support.replay_engine import (FIXTURES, Tape, answers_path,  # noqa: E402
                                          recording, tape_path)
+from tests.support.tape_fingerprint import fingerprint  # noqa: E402
 
 
 def post_corpus(server, out: Path, vision: bool) -> None:
@@ -83,7 +84,8 @@ def main(argv=None) -> int:
     cases = corpus.corpus(args.vision)
     tape = Tape({"profile": args.profile, "argv": replay_shim.shim_argv(args.profile),
                  "vision": args.vision, "cases": len(cases),
-                 "corpus_sha256": corpus.corpus_sha(cases)})
+                 "corpus_sha256": corpus.corpus_sha(cases),
+                 "fingerprint": fingerprint(args.profile)})
     answers, tape_file = answers_path(folder, args.profile), tape_path(folder, args.profile)
     drafts = [f.with_name(f.name + ".rejected") for f in (answers, tape_file)]
     problems = record(args, tape, drafts[0])

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Record the replay tapes and answers tests/unit/answers/ checks (tests/fixtures/replay/):
-#   bash bench/parity/record.sh              # both profiles, each on a vLLM started here
+#   bash bench/parity/record.sh              # every taped profile, each on a vLLM started here
 #   bash bench/parity/record.sh --profile smollm2-135m-fast --vllm http://127.0.0.1:8792
 #                                            # one profile, on a running vLLM serving it (its
 #                                            # key in ONEPASS_VLLM_KEY)
-# Profiles: smollm2-135m-fast (the text corpus) and idefics3-tiny (the text corpus and the
-# vision section). A vLLM started here is serve.sh's (ONEPASS_PROFILE, ONEPASS_DEVICE=cpu, ports
+# Profiles: smollm2-135m-fast and qwen2.5-coder-1.5b, the shipped default (the text corpus), and
+# idefics3-tiny (the text corpus and the vision section). A vLLM started here is serve.sh's (ONEPASS_PROFILE, ONEPASS_DEVICE=cpu, ports
 # RECORD_PORT and RECORD_VLLM_PORT, default 8781 and 8782, a fresh key), stopped by its PID when
 # the profile is recorded. Each profile: bench/parity/record.py (the recording shim in-process,
 # then the tape replayed and checked against the answers before anything is written).
@@ -20,7 +20,7 @@ while [ $# -gt 0 ]; do
     *) echo "record.sh: unknown argument $1 (--help)" >&2; exit 2 ;;
   esac
 done
-[ ${#PROFILES[@]} -gt 0 ] || PROFILES=(smollm2-135m-fast idefics3-tiny)
+[ ${#PROFILES[@]} -gt 0 ] || PROFILES=(smollm2-135m-fast idefics3-tiny qwen2.5-coder-1.5b)
 if [ -n "$VLLM" ] && [ ${#PROFILES[@]} -ne 1 ]; then
   echo "record.sh: --vllm serves one profile: name it with --profile" >&2; exit 2
 fi

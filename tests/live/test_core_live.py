@@ -7,11 +7,13 @@
     HTTP edge, the toy kinds are in /openapi.json (their schemas), counted under their own
     type in /metrics, offered by the try-it page (/try/info, which its form is built from) and
     answered there in a browser;
-(2) a request runs the functions of pipeline.STEPS in their order (a profiler records which
-    step functions are called).
+(2) a request's steps fill the Record fields docs/architecture.md's table gives each, in the
+    table's order (each step wrapped to note which fields it replaced), and its answers are
+    the state's.
 The toy kinds are removed from the registry after their test."""
+import dataclasses
 import json
-import sys
+import re
 import threading
 import urllib.request
 
@@ -21,7 +23,9 @@ from tests.support.live_stack import config_doc
 from tests.support.paths import ROOT
 
 from onepass import config, kinds
-from onepass.pipeline import NAMES, STEPS
+from onepass import pipeline
+from onepass.pipeline import NAMES
+from onepass.steps.record import Record
 from onepass.api import systemone
 from onepass.decision_model import Answer, Option
 from onepass.edge.connections import Server
@@ -243,17 +247,33 @@ def test_a_toy_kind_is_answered_on_the_try_page(edge):
         finally:
             watched.close()
 
-def test_a_request_runs_the_steps_in_order(service):
-    """Every step of pipeline.STEPS runs, first in STEPS' order (a thought re-reads, so some
-    helpers run again later; only first runs are compared), each on a real vLLM."""
-    names = {step.__code__: step.__name__ for step in STEPS}
-    ran = []
+def documented_fields() -> dict:
+    """docs/architecture.md's table "The record after each step", in its order: {step: the
+    Record fields its row names}."""
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    section = text.split("### The record after each step\n", 1)[1].split("\n#", 1)[0]
+    section = section.split("|---|---|\n", 1)[1]  # the rows, not the header
+    names = {f.name for f in dataclasses.fields(Record)}
+    return {step: set(re.findall(r"`(\w+)`", said)) & names
+            for step, said in re.findall(r"^\| (\w+) \| (.+) \|$", section, re.M)}
 
-    def trace(frame, event, arg):
-        if event == "call":
-            step = names.get(frame.f_code)
-            if step and step not in ran:
-                ran.append(step)
+
+def test_a_request_runs_the_steps_in_order(service, monkeypatch):
+    """Each step of the pipeline, on a real vLLM, fills the Record fields docs/architecture.md's
+    table gives it, in the table's order: every field a step replaces is one its row names,
+    and a step whose row names a field no earlier step filled replaces one. The number is the
+    one the state names, and the choice is its most probable option."""
+    table, filled = documented_fields(), []
+
+    def watched(step):
+        def run(record):
+            out = step(record)
+            filled.append((step.__name__, {f.name for f in dataclasses.fields(Record)
+                                           if getattr(out, f.name) is not getattr(record, f.name)}))
+            return out
+        return run
+    for group in ("BEFORE_ENGINE", "AT_ENGINE", "AFTER_ENGINE"):
+        monkeypatch.setattr(pipeline, group, tuple(map(watched, getattr(pipeline, group))))
 
     body = {"state": "The customer was charged twice for order 4471.",
             "questions": {"team": {"type": "choice", "criteria": {"billing": None,
@@ -261,10 +281,14 @@ def test_a_request_runs_the_steps_in_order(service):
                           "n": {"type": "number", "instructions": "What is the order number?"}},
             "kwargs": {"reasoning": {"mode": "on"}, "calibration": {"reread_below": 1.0},
                        "layout": {"option_sets": False}}}  # a set is never re-read
-    sys.setprofile(trace)  # decide runs the steps on this thread
-    try:
-        doc = ask(service, body)
-    finally:
-        sys.setprofile(None)
-    assert doc["answers"]["team"]["choice"] in ("billing", "tech")
-    assert tuple(ran) == NAMES, ran
+    doc = ask(service, body)
+    assert [step for step, _ in filled] == list(table), filled  # the table's order, each once
+    assert list(table) == list(NAMES)
+    before = set()
+    for step, changed in filled:
+        assert changed <= table[step], (step, changed - table[step])
+        assert changed or table[step] <= before, (step, "filled nothing")
+        before |= changed
+    assert doc["answers"]["n"]["number"] == 4471, doc["answers"]["n"]
+    team = doc["answers"]["team"]  # the fast profile's 135M model splits billing/tech evenly
+    assert team["choice"] == max(team["probabilities"], key=team["probabilities"].get), team

@@ -29,15 +29,17 @@ def shim(stack):
 
 @pytest.mark.parametrize("kind", ["mixed", "one wide string"])
 def test_64_hostile_bodies_beside_a_real_decision(shim, kind):
-    """`one wide string` alone: 64 strings of 12 MiB with an emoji (Python holds each character
-    in 4 bytes) once cost 85 ms of the shim's lock each, and three missed the 5 s."""
+    """Each of 64 bodies at once a 4xx (no answer within hostile_bodies.send's guard is a 0),
+    the shim's peak memory bounded, a real decision and /health answered beside them. `one wide
+    string` alone: 64 strings of 12 MiB with an emoji (Python holds each character in 4 bytes)
+    once cost 85 ms of the shim's lock each; that they never reach json.loads is counted in
+    tests/unit/body/test_decode.py."""
     addr, pid = shim
     cases = [c for c in hostile_bodies.cases() if kind == "mixed" or c.name.startswith(kind)]
     sent = [cases[i % len(cases)] for i in range(BODIES)]
     rnd = hostile_bodies.round_of(addr, pid, [c.raw({}) for c in sent])
-    late = [(c.name, status, round(took, 2)) for c, (status, took) in zip(sent, rnd.hostile)
-            if status // 100 != 4 or took >= 5]
-    assert late == []
+    wrong = [(c.name, status) for c, (status, _) in zip(sent, rnd.hostile) if status // 100 != 4]
+    assert wrong == []
     assert rnd.growth_kib < 1 << 20, f"peak RSS grew {rnd.growth_kib // 1024} MiB"
     assert rnd.health[0] == 200
     status, _, doc, _ = rnd.decision

@@ -75,10 +75,12 @@ def test_an_address_past_its_share_of_the_slots_is_refused_alone(stack):
         first = threading.Thread(target=lambda: decide(addr, hc.HOSTILE_SOURCE, hc.post(
             json.dumps(long).encode(), {})))
         first.start()
-        deadline = time.monotonic() + 30
-        while in_flight(addr) < 1:  # its body read, its slot taken
-            assert time.monotonic() < deadline
+        for _ in range(3000):  # polls, a guard: its body read, its slot taken
+            if in_flight(addr) >= 1:
+                break
             time.sleep(0.01)
+        else:
+            pytest.fail("the long decision never took a slot")
         status, doc = decide(addr, hc.HOSTILE_SOURCE)
         assert status == 529, doc
         assert "your address" in doc["detail"]["message"]
@@ -98,12 +100,12 @@ def in_flight(addr) -> int:
 
 
 def test_tiny_chunks_are_refused_at_once_and_larger_ones_answered(shim):
-    """A 2 MiB state in 2-byte chunks: 400 within 5 s (it took 12 s and 104 MiB to answer);
-    the same body in 16 KiB chunks is answered."""
+    """A 2 MiB state in 2-byte chunks: a 400 naming them (it took 12 s and 104 MiB to answer:
+    how many tiny chunks are read before the refusal is counted in
+    tests/unit/edge/test_framing.py); the same body in 16 KiB chunks is answered."""
     data = hc.body("x" * hc.STATE_BYTES)
-    started = time.monotonic()
     status, doc = decide(shim, hc.HOSTILE_SOURCE, hc.chunked_post(data, 2, {}))
-    assert (status, time.monotonic() - started < 5) == (400, True), doc
+    assert status == 400, doc
     assert "chunks are too small" in doc["detail"]["message"]
     status, doc = decide(shim, hc.HOSTILE_SOURCE, hc.chunked_post(data, 16 << 10, {}))
     assert status == 200, doc

@@ -2,15 +2,19 @@
 tests of engine/onepass_engine/invariant.py: a paged KV cache written by vLLM's own op, the
 metadata vLLM's CPU builder makes for the step, vLLM's kernel run over it, and each token's
 float64 softmax over the keys it should see. Needs torch and vLLM's CPU build (the venv); in the
-stdlib run `ops` is None and its tests skip.
+stdlib run `ops` is None and its tests skip (tests/support/venv_only.py).
 """
 from types import SimpleNamespace
+
+from tests.support.venv_only import installed
 
 try:
     import torch
     from vllm import _custom_ops as ops
     from vllm.v1.attention.backends.cpu_attn import CPUAttentionMetadata, _get_attn_isa
-except ImportError:  # the stdlib run (python3 -S)
+except ImportError:
+    if installed("torch", "vllm"):
+        raise  # a vLLM that moved one of these fails the venv's run
     ops = None
 
 HEADS, KV_HEADS, HEAD, BLOCK = 4, 2, 32, 32

@@ -3,8 +3,9 @@ of its (request, reply) pairs lets a real shim answer without vLLM.
 
 Owns: the tape (its key, its file, the order of several replies to one request), the recording
 engine (Engine.call forwarded to vLLM, each reply kept) and the replaying one (Engine.call
-answered from the tape; a request the tape lacks raises ReplayMiss, naming the path, the key
-and the re-record command, and is kept in `misses`). Everything else of Engine (fitting counts,
+answered from the tape; a request the tape lacks, or one called more often than recorded, raises
+ReplayMiss, naming the path, the key and the re-record command, and is kept in `misses`; over
+HTTP the shim answers it as an engine failure, a 502 whose message is the miss). Everything else of Engine (fitting counts,
 read slicing, set reads' token prompts, the caches) runs for real in both.
 Never: makes up an answer, or changes what the shim sends (the key is computed from the very
 body Engine.call was given).
@@ -29,6 +30,7 @@ from functools import partial
 from pathlib import Path
 
 from onepass.backend.engine import Engine
+from onepass.errors import EngineFailed
 
 RECORD_COMMAND = "bash bench/parity/record.sh"  # bench/parity/README.md; --help for one profile
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "replay"  # tapes and answers
@@ -59,15 +61,15 @@ def steady(doc):
     return doc
 
 
-class ReplayMiss(Exception):
-    """A request the tape has no reply for: the shim now sends what it did not when recorded."""
+class ReplayMiss(EngineFailed):
+    """A request the tape has no reply for: the shim now sends what it did not when recorded,
+    or sends it more often. An engine failure, so that a client of a replaying shim reads it."""
 
 
 class Tape:
     """Requests by key, each with its replies in order. Replayed, the n-th call of a key gets
-    its n-th reply, and past the last one the last again (an engine cache that held a result
-    while recording may miss it when a part of the corpus is replayed); `repeats` counts
-    those."""
+    its n-th reply; a call past the last one is counted in `repeats` and gets none: the shim
+    calls vLLM more often than when the tape was recorded."""
 
     def __init__(self, meta: dict | None = None, entries: dict | None = None, path: str = ""):
         self.meta, self.entries, self.path = meta or {}, entries or {}, path
@@ -94,15 +96,16 @@ class Tape:
             entry["replies"].append([status, steady(doc)])
 
     def next(self, k: str):
-        """The reply to the key's next call, or None when the tape never saw the request."""
+        """(the reply to the key's next call or None, the calls of the key so far, the replies
+        recorded for it): None when the tape never saw the request or its replies ran out."""
         with self.lock:
             entry = self.entries.get(k)
             if entry is None:
-                return None
+                return None, 1, 0
             n = self.served[k] = self.served.get(k, 0) + 1
             replies = entry["replies"]
             self.repeats += n > len(replies)
-            return replies[min(n, len(replies)) - 1]
+            return (replies[n - 1] if n <= len(replies) else None), n, len(replies)
 
 
 class RecordingEngine(Engine):
@@ -134,12 +137,14 @@ class ReplayEngine(Engine):
 
     def call(self, method: str, path: str, body: dict | None = None) -> tuple[int, dict]:
         k = key(method, path, body)
-        reply = self.tape.next(k)
+        reply, n, recorded = self.tape.next(k)
         if reply is None:
             self.misses.append((method, path, k))
+            sent = (f"sends it {n} times, the recording {recorded}" if recorded else
+                    "sends a request it did not send when the tape was recorded")
             raise ReplayMiss(f"the tape {self.tape.path or '(in memory)'} has no reply for "
-                             f"{method} {path} (key {k}): the shim sends a request it did not "
-                             f"send when the tape was recorded; re-record: {RECORD_COMMAND}")
+                             f"{method} {path} (key {k}): the shim {sent}; re-record: "
+                             f"{RECORD_COMMAND}")
         status, doc = reply[0], copy.deepcopy(reply[1])  # callers may change what they get
         if self.log is not None:
             self.log.append((method, path, body, status, doc))

@@ -19,6 +19,7 @@ from tests.support.inprocess_shim import stop_shim
 from tests.support.paths import ROOT
 from tests.support.replay_engine import (FIXTURES, RECORD_COMMAND, Tape, answers_path,
                                          replaying, tape_path)
+from tests.support.tape_fingerprint import changes
 
 # Nothing listens on port 1: a call that went around Engine.call (a streamed thought, with
 # kwargs.reasoning.budget_ms) fails there instead of reaching a live vLLM.
@@ -61,8 +62,19 @@ def start(argv: list[str], vllm: str, engine, environ: dict | None = None):
     return server
 
 
+class StaleTape(Exception):
+    """A tape recorded for another engine, vLLM pin, model or profile than this checkout's."""
+
+
 def replay(tape: Tape, log: list | None = None):
-    """A ready shim answering from `tape` (its engine: server.service.engine)."""
+    """A ready shim answering from `tape` (its engine: server.service.engine); a tape whose
+    fingerprint is not this checkout's is refused, naming what changed."""
+    profile = tape.meta["profile"]
+    stale = changes(tape.meta.get("fingerprint"), profile)
+    if stale:
+        raise StaleTape(f"the tape {tape.path or '(in memory)'} stands for another checkout: "
+                        + "; ".join(stale) + f". Re-record: {RECORD_COMMAND} --profile "
+                        f"{profile}")
     return start(tape.meta["argv"], REPLAY_URL, replaying(tape, log))
 
 

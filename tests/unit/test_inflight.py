@@ -81,11 +81,9 @@ class TestAbandon(unittest.TestCase):
         t = threading.Thread(target=wait_for_answer)
         t.start()
         time.sleep(0.3)
-        started = time.monotonic()
         call.abandon()
-        t.join(5)
+        t.join(5)  # a guard: uncut, the call waits for its 30 s timeout
         self.assertFalse(t.is_alive())
-        self.assertLess(time.monotonic() - started, 1.0)
         self.assertTrue(got)
         token = inflight.CURRENT.set(call)
         try:

@@ -1,7 +1,8 @@
 """deploy/prometheus/: the alert and recording rules pass `promtool check rules` and their own
 `promtool test rules` cases, the example scrape config passes `promtool check config`, and every
 series and label value the rules name is one the shim exports. promtool is Debian's prometheus
-package (test.sh installs it); without it these skip, except under CI=true, where they fail."""
+package (test.sh installs it); without it these fail where the run promises the tools (test.sh's
+ONEPASS_REQUIRE_TOOLS=1, or CI=true) and skip elsewhere (tests/support/prerequisites.py)."""
 import os
 import re
 import shutil
@@ -10,6 +11,7 @@ import unittest
 from pathlib import Path
 
 from onepass import telemetry
+from tests.support.prerequisites import missing
 
 ROOT = Path(__file__).resolve().parents[2]
 HERE = ROOT / "deploy" / "prometheus"
@@ -23,10 +25,7 @@ def promtool(test: unittest.TestCase, *args: str) -> str:
         (p for p in ("/usr/bin/promtool", "/usr/local/bin/promtool") if os.access(p, os.X_OK)),
         None)
     if tool is None:
-        message = "promtool is not installed (apt-get install -y prometheus; test.sh does)"
-        if os.environ.get("CI") == "true":
-            test.fail(message)
-        test.skipTest(message)
+        missing("promtool is not installed (apt-get install -y prometheus; test.sh does)")
     out = subprocess.run([tool, *args], cwd=HERE, capture_output=True, text=True, timeout=120)
     test.assertEqual(out.returncode, 0, f"promtool {' '.join(args)}:\n{out.stdout}{out.stderr}")
     return out.stdout + out.stderr

@@ -10,7 +10,9 @@ Requires-Python, and torchcodec's own compatibility table (the README in its met
 the torch pin. The parsing and checking are pure functions (tests/unit/test_gpu_pins.py).
 Never installs anything (a dry run), never changes the lock, and never lets this machine's pip
 configuration, local wheel folders or constraints in: the registry's metadata only, as a user's
-pip sees it. Exit: 0 consistent, 1 a conflict (each printed), 2 pip or the registry unreachable.
+pip sees it. Exit: 0 consistent, 1 a conflict (each printed) or a pin the registry refuses (no
+such release, no file for the target), 2 pip or the registry unreachable (pip's own words say
+which).
 """
 import argparse
 import json
@@ -34,6 +36,18 @@ PHASES = {"a": 0, "alpha": 0, "b": 1, "beta": 1, "c": 2, "rc": 2, "pre": 2, "pre
 
 class Unreachable(RuntimeError):
     """pip or the registry could not be used: the check cannot say anything."""
+
+
+class Refused(RuntimeError):
+    """The registry answered and has no such release (or no file for the target): a pin is
+    wrong."""
+
+
+# pip's words when it never got an answer from the index (DNS, proxy, TLS, timeouts, a 5xx):
+# then "No matching distribution" says nothing about the pin.
+NETWORK = re.compile(r"Retrying \(Retry|Could not fetch URL|NewConnectionError|ConnectTimeout|"
+                     r"ReadTimeout|ProxyError|SSLError|Failed to establish a new connection|"
+                     r"name resolution|Network is unreachable|Connection refused|HTTP error 5\d\d")
 
 
 def canonical(name: str) -> str:
@@ -239,7 +253,9 @@ def dry_run(python: str, requirements: list, timeout: float) -> list:
             raise Unreachable(f"pip did not answer within {timeout:.0f} s") from None
         if run.returncode != 0 or not report.exists():
             tail = " ".join(run.stderr.strip().splitlines()[-2:])
-            raise Unreachable(f"pip could not fetch the releases' metadata: {tail}")
+            if NETWORK.search(run.stderr) or run.returncode == 0:
+                raise Unreachable(f"pip could not reach the registry: {tail}")
+            raise Refused(f"the registry refused the pins: {tail}")
         return [i["metadata"] for i in json.loads(report.read_text()).get("install", [])]
 
 
@@ -276,6 +292,9 @@ def main(argv=None) -> int:
     except Unreachable as e:
         print(f"check_gpu_pins: not checked: {e}", file=sys.stderr)
         return 2
+    except Refused as e:
+        print(f"check_gpu_pins: conflict: {e}")
+        return 1
     problems = check(pins, metadata, env)
     for p in problems:
         print(f"check_gpu_pins: conflict: {p}")

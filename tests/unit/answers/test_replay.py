@@ -38,5 +38,9 @@ class TestVisionProfile(Replay, unittest.TestCase):
     profile = "idefics3-tiny"
 
 
+class TestShippedDefault(Replay, unittest.TestCase):
+    profile = "qwen2.5-coder-1.5b"
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -21,6 +21,7 @@ import grounding_prompts  # noqa: E402
 import grounding_targets as gt  # noqa: E402
 from onepass.kinds import box  # noqa: E402
 from onepass.profile import load_profile  # noqa: E402
+from tests.support.venv_only import NO_TORCH, installed  # noqa: E402
 
 
 def present_item(index=0):
@@ -170,10 +171,9 @@ class ReadTargetsTest(unittest.TestCase):
 
     def test_heads_a_run_did_not_ship_keep_their_start(self):
         """load_heads: each shipped head is loaded; one the run did not ship stays as seeded."""
-        try:
-            import torch
-        except ImportError:
-            self.skipTest("torch is in the venv only")
+        if not installed("torch"):
+            self.skipTest(NO_TORCH)
+        import torch
         heads = [torch.nn.Linear(3, 2), torch.nn.Linear(3, 4)]
         shipped = gt.head_tensors([torch.nn.Linear(3, 2)])
         before = heads[1].weight.detach().clone()

@@ -9,13 +9,17 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT / "tools" / "models"))
+from tests.support.venv_only import NO_TORCH, installed  # noqa: E402
+
 try:
     import torch
-except ImportError:  # the stdlib run (python3 -S)
-    torch = None
+except ImportError:
+    if installed("torch"):
+        raise
+    torch = None  # the stdlib run (python3 -S)
 
 
-@unittest.skipIf(torch is None, "needs torch (the venv)")
+@unittest.skipIf(torch is None, NO_TORCH)
 class TokenLossTest(unittest.TestCase):
     def test_soft_and_plain_targets(self):
         import grounding_loss

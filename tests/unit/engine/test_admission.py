@@ -11,6 +11,7 @@ import unittest
 from types import SimpleNamespace
 
 from tests.support.engine_fakes import engine, stand_in
+from tests.support.venv_only import NO_VLLM
 
 admission, rules = engine("admission", "rules")
 if admission:
@@ -39,7 +40,7 @@ def server(v2_runner=False, budget=64, threshold=0):
                                                        scheduler_config=scheduler))
 
 
-@unittest.skipIf(admission is None, "needs vLLM (the venv)")
+@unittest.skipIf(admission is None, NO_VLLM)
 class RecordingCase(unittest.TestCase):
     def setUp(self):
         self.calls = []

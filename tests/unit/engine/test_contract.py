@@ -12,6 +12,7 @@ import unittest
 from unittest import mock
 
 from tests.support.engine_fakes import engine
+from tests.support.venv_only import NO_VLLM
 
 contract, hooks = engine("contract", "hooks")
 if contract:
@@ -22,7 +23,7 @@ def module(name):
     return importlib.import_module(name)
 
 
-@unittest.skipIf(contract is None, "needs vLLM (the venv)")
+@unittest.skipIf(contract is None, NO_VLLM)
 class TestContract(unittest.TestCase):
     def test_the_installed_vllm_passes(self):
         self.assertEqual(vllm.__version__, contract.VLLM_VERSION)

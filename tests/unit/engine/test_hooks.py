@@ -12,6 +12,7 @@ import unittest
 from unittest import mock
 
 from tests.support.engine_fakes import engine
+from tests.support.venv_only import NO_VLLM
 
 (hooks,) = engine("hooks")
 FAKE = "onepass_fake_vllm_module"
@@ -39,7 +40,7 @@ def fake_module():
     return mod
 
 
-@unittest.skipIf(hooks is None, "needs vLLM (the venv)")
+@unittest.skipIf(hooks is None, NO_VLLM)
 class TestInstall(unittest.TestCase):
     def setUp(self):
         self.mod = fake_module()

@@ -14,16 +14,16 @@ from unittest import mock
 from tests.support.cpu_attention import (HEAD, HEADS, KV_HEADS, REQUESTS, Step, expected,
                                          ops)
 from tests.support.engine_fakes import engine
+from tests.support.venv_only import NO_VLLM
 
 (invariant,) = engine("invariant")
 if ops:
     import torch
     from vllm.model_executor.layers.linear import UnquantizedLinearMethod
     from vllm.v1.attention.backends.cpu_attn import CPUAttentionMetadata
-VENV = "needs torch and vLLM's CPU build (the venv)"
 
 
-@unittest.skipIf(ops is None, VENV)
+@unittest.skipIf(ops is None, NO_VLLM)
 class TestPerQuery(unittest.TestCase):
     def test_each_query_token_is_its_own_request(self):
         for requests in (REQUESTS, tuple((n, new, False) for n, new, _ in REQUESTS)):
@@ -105,7 +105,7 @@ class TestPerQuery(unittest.TestCase):
             per_query.assert_called_once_with(decoder, meta)
 
 
-@unittest.skipIf(ops is None, VENV)
+@unittest.skipIf(ops is None, NO_VLLM)
 class TestFixedRows(unittest.TestCase):
     def setUp(self):
         self.calls = []
@@ -195,7 +195,7 @@ class TestFixedRows(unittest.TestCase):
             self.assertIs(layer.cpu_linear, linear)
 
 
-@unittest.skipIf(ops is None, VENV)
+@unittest.skipIf(ops is None, NO_VLLM)
 class TestHead(unittest.TestCase):
     def setUp(self):
         gen = torch.Generator().manual_seed(2)

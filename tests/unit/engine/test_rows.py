@@ -11,6 +11,7 @@ from types import SimpleNamespace
 from unittest import mock
 
 from tests.support.engine_fakes import engine, stand_in
+from tests.support.venv_only import NO_VLLM
 
 rows, sets = engine("rows", "sets")
 if rows:
@@ -55,7 +56,7 @@ def flags(causal):
     return None if causal is None else causal.tolist()
 
 
-@unittest.skipIf(rows is None, "needs torch and vLLM (the venv)")
+@unittest.skipIf(rows is None, NO_VLLM)
 class StepCase(unittest.TestCase):
     """Each test starts and ends with no step under way (STEP is per process)."""
     def setUp(self):

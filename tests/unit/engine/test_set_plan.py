@@ -9,6 +9,7 @@ import sys
 import unittest
 
 from tests.support.paths import ROOT
+from tests.support.venv_only import NO_TORCH, installed
 from tests.support.set_reads import PREFIX, geometry, method_sees
 
 sys.path.insert(0, str(ROOT / "engine"))
@@ -16,10 +17,12 @@ try:
     import torch
 
     from onepass_engine import set_plan
-except ImportError:  # the stdlib run (python3 -S)
-    torch = None
+except ImportError:
+    if installed("torch"):
+        raise
+    torch = None  # the stdlib run (python3 -S)
 
-@unittest.skipIf(torch is None, "needs torch (the venv)")
+@unittest.skipIf(torch is None, NO_TORCH)
 class TestPlan(unittest.TestCase):
     def test_each_row_sees_what_the_method_says(self):
         for two_way in (False, True):
@@ -68,7 +71,7 @@ class TestPlan(unittest.TestCase):
             self.assertEqual(plans[0][0][len(PREFIX)], ("o", 1, 0))  # ids 20.. come first
 
 
-@unittest.skipIf(torch is None, "needs torch (the venv)")
+@unittest.skipIf(torch is None, NO_TORCH)
 class TestChunkRows(unittest.TestCase):
     def test_rows_shrink_as_keys_grow_and_scores_stay_within_the_budget(self):
         """Qwen2.5-1.5B's 12 query heads: 4k keys get hundreds of rows a block, 32k some

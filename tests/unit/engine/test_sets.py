@@ -13,6 +13,7 @@ from types import SimpleNamespace
 from unittest import mock
 
 from tests.support.paths import ROOT
+from tests.support.venv_only import NO_TORCH, installed
 from tests.support.set_reads import geometry, method_sees, whole_attend, whole_bias
 
 sys.path.insert(0, str(ROOT / "engine"))
@@ -20,8 +21,10 @@ try:
     import torch
 
     from onepass_engine import set_plan, sets
-except ImportError:  # the stdlib run (python3 -S)
-    torch = None
+except ImportError:
+    if installed("torch"):
+        raise
+    torch = None  # the stdlib run (python3 -S)
 
 HEADS, KV_HEADS, HEAD, BLOCK, PLAIN = 6, 2, 16, 4, 3  # PLAIN rows of another request first
 
@@ -73,7 +76,7 @@ class Read:
                 for t in range(start, self.geo.length)}
 
 
-@unittest.skipIf(torch is None, "needs torch (the venv)")
+@unittest.skipIf(torch is None, NO_TORCH)
 class TestRecompute(unittest.TestCase):
     def test_blocks_give_the_whole_bias_bits(self):
         """Blocks of 4 rows (a budget of 4 rows of scores), then one block of every row: the
