@@ -28,11 +28,12 @@ class ConfigError(Exception):
 ROOT = Path(__file__).resolve().parents[1]  # a tokenizer contract's path is relative to it
 
 
-STATE_SELECTIONS = ("bm25", "head_tail")
+STATE_SELECTIONS = ("bm25", "head_tail")  # fitting.py: BM25 per question, or head and tail
+PROBE_KEYS = {"state", "question", "reference", "one_way", "tolerance"}  # two_way_probes'
 MAX_PRIOR_NATS = 50.0  # label_prior's bound: a prior beyond it would be a bug, not a fit
 MAX_ORDERS = 8  # layout.orders' bound: an 8-option choice can be read in every cyclic order
 MAX_REPEAT = 4  # layout.repeat's bound; a re-read doubles repeat up to it (serve.sh sizes
-# vLLM's images per prompt by it: every copy of the state shows every image)  # fitting.py: BM25 per question, or head and tail
+# vLLM's images per prompt by it: every copy of the state shows every image)
 
 
 @dataclass(frozen=True)
@@ -226,19 +227,19 @@ def _check_profile(p: Profile, where: str) -> None:
             raise ConfigError(f"{where}: {e}") from None
     if not all(isinstance(a, str) for a in p.vllm_args):
         raise ConfigError(f"{where}: vllm_args must be a list of strings")
-    if p.attention_mode not in ("causal", "bidirectional") or not isinstance(p.trained_two_way,
-                                                                            bool):
+    if p.attention_mode not in ("causal", "bidirectional") or type(p.trained_two_way) is not bool:
         raise ConfigError(f"{where}: attention_mode must be causal or bidirectional and "
                           f"trained_two_way true or false")
     if p.attention_mode == "bidirectional" and not p.trained_two_way:
         raise ConfigError(f"{where}: a model not trained for two-way reading cannot default to "
                           f"it (set trained_two_way only for models trained that way)")
-    for probe in p.two_way_probes:
-        ref = probe.get("reference") if isinstance(probe, dict) else None
-        if (not isinstance(probe, dict) or set(probe) != {"state", "question", "reference"}
-                or not (ref is None or (isinstance(ref, list) and len(ref) == 2))):
-            raise ConfigError(f"{where}: each two_way_probes entry needs state, question and "
-                              f"reference (null or [P(yes), P(no)])")
+    pair = lambda v: v is None or (isinstance(v, list) and len(v) == 2)  # noqa: E731
+    for got in (pr if isinstance(pr, dict) else {} for pr in p.two_way_probes):
+        if (not {"state", "question", "reference"} <= set(got) <= PROBE_KEYS
+                or not (pair(got["reference"]) and pair(got.get("one_way")))
+                or not (isinstance(t := got.get("tolerance", 0.5), (int, float)) and 0 < t < 1)):
+            raise ConfigError(f"{where}: a two_way_probes entry needs state, question, reference "
+                              f"(null or [P(yes), P(no)]), maybe one_way (so) and tolerance")
 
 
 def _check_vision(v: Vision, where: str) -> None:

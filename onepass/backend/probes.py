@@ -5,7 +5,8 @@ tokens neutralised in client text, the served tokenizer's added tokens among the
 (added_tokens.py), and their neutral spelling, chat template
 equivalence, single-token labels at the answer slot, label log-probs at full precision, whether
 two-way reading is live and matches the profile's reference answers, whether vLLM constrains a
-generation) and the engine Facts they yield.
+generation, the separator that batches token counts: token_counts.py) and the engine Facts
+they yield.
 Never: answers requests; a failed check is final until restart (GuardFailed with the reason).
 In: an Engine and the settings (with the Profile). Out: Facts, a frozen value.
 """
@@ -18,7 +19,7 @@ from pathlib import Path
 
 from .. import kinds
 from ..decision_model import CAUSAL, TWO_WAY, Decision, Option, Question
-from . import added_tokens, capabilities, set_probe
+from . import added_tokens, capabilities, set_probe, token_counts
 from .engine import Engine
 from .decoding import structured_engine
 from ..prompt import neutral
@@ -30,7 +31,7 @@ from ..softmax import label_distribution
 log = logging.getLogger("onepass")
 SPECIALS_PER_CALL = 256  # special token strings sent in one /tokenize call
 TWO_WAY_MIN_SHIFT = 1e-3  # nats; fp32 reruns of one read agree to ~1e-6, two-way moves 1-12
-REFERENCE_TOLERANCE = 0.05  # probability, per label
+REFERENCE_TOLERANCE = 0.05  # probability, per label, where a probe states no tolerance
 
 
 class GuardFailed(Exception):
@@ -48,6 +49,7 @@ class Facts:
     profile: Profile | None = None  # the profile as the guard proved it, the served
     # tokenizer's added tokens among its specials (None: the settings' own, no guard run)
     sets: bool = False  # the engine plugin reads a choice's options as a set (option_sets)
+    separator: tuple | None = None  # (text, id) batching token counts (token_counts.separator)
 
 
 def learn(engine: Engine, settings, root: Path) -> Facts:
@@ -58,7 +60,8 @@ def learn(engine: Engine, settings, root: Path) -> Facts:
     if problem:
         raise GuardFailed(problem)
     return Facts(labels, max_len, two_way_live(engine, profile, labels),
-                 structured_engine(engine, settings), profile, sets)
+                 structured_engine(engine, settings), profile, sets,
+                 token_counts.separator(engine.ids, profile))
 
 
 def check_served_model(engine: Engine, profile: Profile) -> int:
@@ -224,9 +227,10 @@ def two_way_problem(engine: Engine, profile: Profile, labels: LabelSet) -> str:
         shifted.append(shift > TWO_WAY_MIN_SHIFT)
         if shifted[-1] and probe["reference"] is not None:
             got = label_distribution(two_way.label_logprobs)  # uncalibrated, like the reference
-            if max(abs(g - r) for g, r in zip(got, probe["reference"])) > REFERENCE_TOLERANCE:
+            tolerance = probe.get("tolerance", REFERENCE_TOLERANCE)  # its dtypes' spread too
+            if max(abs(g - r) for g, r in zip(got, probe["reference"])) > tolerance:
                 return (f"two-way probe {probe['question']!r} read {got}, the profile's "
-                        f"reference is {probe['reference']} (tolerance {REFERENCE_TOLERANCE})")
+                        f"reference is {probe['reference']} (tolerance {tolerance})")
     if not any(shifted):
         return ("vLLM answers two-way probes exactly like one-way ones: the onepass engine "
                 "plugin is not loaded (see serve.sh and engine/)")

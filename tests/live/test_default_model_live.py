@@ -13,6 +13,7 @@ import threading
 import pytest
 from tests.support.browser import (Watched, assert_bars_match, chromium, drawn, open_page,
                                    screenshot, send)
+from tests.support import live_bodies
 from tests.support.live_stack import ROOT, serve_stack, shipped_dtype, stop_stack
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")
@@ -70,14 +71,27 @@ def test_the_default_answers_the_readme_example_as_shown(default_stack):
 
 def test_the_default_passed_its_start_up_probes(default_stack):
     """The ready line says what start-up proved on this engine: set reads (the set probe
-    passed, so a request may ask for option sets), and two-way either on or off with a warning
-    naming the probe that missed its reference (the profile reads one-way)."""
+    passed, so a request may ask for option sets) and two-way reading (every probe moved and
+    met its reference within the tolerance its shipped dtypes need); the profile reads one-way
+    unless a request asks. Asked, each probe's two-way read is within its tolerance of the
+    reference and further than that from the one-way answer: the probe could tell them apart."""
     log = (default_stack.log_dir / "shim.log").read_text()
     ready = [line for line in log.splitlines() if " ready: " in line][-1]
     assert "option sets on" in ready, ready
+    assert "two-way on" in ready, ready
     assert DEFAULT["attention_mode"] == "causal"
-    if "two-way off" in ready:
-        assert "two-way reading off on this server: two-way probe" in log, ready
+    raw = {"calibration": live_bodies.UNTEMPERED}  # the probe reads uncalibrated
+    for probe in DEFAULT["two_way_probes"]:
+        read = {}
+        for mode in ("causal", "bidirectional"):
+            body = {"model": "jev-latest", "state": probe["state"], "attention_mode": mode,
+                    "questions": {"p": {"type": "noul", "instructions": probe["question"]}},
+                    "kwargs": raw}
+            status, _, doc = default_stack.request("POST", "/v1/systemone", body)
+            assert status == 200 and doc["x_attention_mode"] == mode, doc
+            read[mode] = doc["answers"]["p"]["noul"]
+        assert abs(read["bidirectional"] - probe["reference"][0]) <= probe["tolerance"], read
+        assert abs(read["bidirectional"] - read["causal"]) > probe["tolerance"], read
 
 
 def test_the_same_request_gets_the_same_answer_beside_another(default_stack):

@@ -50,12 +50,37 @@ def test_modes_through_the_shim(stack):
         answers[doc["x_attention_mode"]] = doc["answers"]["damaged"]["noul"]
     assert set(answers) == {"causal", "bidirectional"}
     assert abs(answers["causal"] - answers["bidirectional"]) > 0.01
-    probe = PROFILE["two_way_probes"][2]
-    body = {"model": "jev-latest", "state": probe["state"],
-            "questions": {"p": {"type": "noul", "instructions": probe["question"]}},
-            "attention_mode": "bidirectional", "kwargs": UNTEMPERED}
-    status, _, doc = stack.request("POST", "/v1/systemone", body)
-    assert abs(doc["answers"]["p"]["noul"] - probe["reference"][0]) < 1e-3
+    assert_probe_matches_hf(stack, PROFILE["two_way_probes"][2])
+
+
+def assert_probe_matches_hf(stack, probe):
+    """A probe asked through the shim, both ways, against HF transformers in fp32 on the same
+    prompt in this run: two-way is as close to HF's full-mask read as one-way is to HF's
+    causal one here (plus fp32's 1e-4), and farther than that from the one-way answer."""
+    from onepass.backend.probes import probe_reads
+    from onepass.config import load_profile
+    from onepass.prompt.layout import LabelSet
+    from onepass.softmax import label_distribution
+    from tests.support import hf_reference
+    from tests.support.engine_calls import tokenize
+    _, profile = load_profile(str(ROOT / "serve_config.json"), FAST_PROFILE)
+    yes, no = (tokenize(stack.vllm_url, label)[0] for label in profile.labels["noul"])
+    labels = LabelSet(noul=((profile.labels["noul"][0], yes), (profile.labels["noul"][1], no)),
+                      choice=(), score=())
+    shim_p, hf_p = {}, {}
+    for mode, read in zip(("causal", "bidirectional"), probe_reads(profile, labels, probe)):
+        body = {"model": "jev-latest", "state": probe["state"], "attention_mode": mode,
+                "questions": {"p": {"type": "noul", "instructions": probe["question"]}},
+                "kwargs": UNTEMPERED}
+        status, _, doc = stack.request("POST", "/v1/systemone", body)
+        assert status == 200, doc
+        shim_p[mode] = doc["answers"]["p"]["noul"]
+        ids = tokenize(stack.vllm_url, read.prompt)
+        hf_p[mode] = label_distribution(hf_reference.next_token_logprobs(
+            str(SMOLLM2), ids, [yes, no], two_way=mode == "bidirectional"))[0]
+    bound = abs(shim_p["causal"] - hf_p["causal"]) + 1e-4
+    assert abs(shim_p["bidirectional"] - hf_p["bidirectional"]) <= bound, (shim_p, hf_p)
+    assert abs(shim_p["bidirectional"] - hf_p["causal"]) > bound, (shim_p, hf_p)
 
 
 def test_conflicting_modes_are_a_400(stack):

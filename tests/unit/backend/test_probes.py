@@ -95,6 +95,34 @@ class TwoWay(unittest.TestCase):
         self.verdicts(lambda: TwoWayReads(lambda i: logprobs(0.02)),
                       f"two-way probe {self.causal.two_way_probes[0]['question']!r} read")
 
+    def test_an_engine_that_reads_the_one_way_answer_two_way_misses_its_reference(self):
+        """The mutation the tolerances must still catch: a two-way read that moved (so the
+        shift check passes) but landed on the one-way answer, as a mask that stays causal
+        where it matters would. The default's probes each state their one-way read."""
+        one_way = [p["one_way"][0] for p in self.causal.two_way_probes]
+        self.verdicts(lambda: TwoWayReads(lambda i: logprobs(one_way[i])),
+                      f"two-way probe {self.causal.two_way_probes[0]['question']!r} read")
+
+    def test_within_each_probes_tolerance_is_live(self):
+        """A read as far from the reference as the probe's tolerance allows is live; the
+        default's tolerances are wider than the fallback (its shipped dtypes' spread)."""
+        tolerances = [p["tolerance"] for p in self.causal.two_way_probes]
+        self.assertTrue(all(t > probes.REFERENCE_TOLERANCE for t in tolerances), tolerances)
+        engine = TwoWayReads(lambda i: logprobs(self.references[i] - 0.98 * tolerances[i]))
+        self.assertTrue(probes.two_way_live(engine, self.two_way, self.labels))
+
+    def test_every_profiles_probes_can_catch_a_one_way_engine(self):
+        """A probe whose one-way read lies within its tolerance of its two-way reference would
+        pass an engine that never reads two-way (tools/models/two_way_reference.py leaves such
+        probes out)."""
+        doc = json.loads(Path("serve_config.json").read_text())
+        for name, profile in doc["profiles"].items():
+            for probe in profile.get("two_way_probes", []):
+                if probe.get("one_way") is not None:
+                    gap = abs(probe["reference"][0] - probe["one_way"][0])
+                    self.assertGreater(gap, probe.get("tolerance", probes.REFERENCE_TOLERANCE),
+                                       f"{name}: {probe['question']!r}")
+
     def test_some_probes_only(self):
         self.verdicts(lambda: TwoWayReads(lambda i: logprobs(self.references[i]) if i == 0
                                           else (-0.7, -0.7)),
