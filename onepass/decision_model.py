@@ -120,6 +120,23 @@ class Answer:
 
 
 @dataclass(frozen=True)
+class Thought:
+    question: int  # request index
+    text: str
+    tokens: int
+    cut: bool  # stopped by the token cap or the wall-clock budget
+
+
+@dataclass(frozen=True)
+class Spent:
+    """What the thinking step did, for the response's x_effort_used and usage."""
+    mode: str
+    cap: int = 0  # the thoughts' token cap (0: nobody thought)
+    thoughts: tuple = ()  # Thought per question that thought, request order
+    trace: bool = False
+
+
+@dataclass(frozen=True)
 class Effort:
     """What was done beyond one plain read per question: the response's x_effort_used and
     x_thoughts (api/effort.py) say it."""
@@ -127,7 +144,7 @@ class Effort:
     reread_below: float = 0.0  # the threshold that applied (0: re-reading off)
     selections: tuple = ()  # fitting.Selection per question whose state was cut to fit
     listed: tuple = ()  # questions asked as option sets but read as listings (over budget)
-    reasoning: object = None  # think.Spent: who thought, the cap, the thoughts (None: off)
+    reasoning: Spent | None = None  # who thought, the cap, the thoughts (None: off)
 
 
 @dataclass(frozen=True)

@@ -9,20 +9,35 @@ Never: does a step's work, knows a kind or an API's fields.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from email.message import Message
+from types import ModuleType
+from typing import TYPE_CHECKING, Callable
 
-from ..decision_model import Decision, Outcome, Page
+from ..decision_model import Decision, Outcome, Page, Spent
+
+if TYPE_CHECKING:  # the types only: these modules import the steps' neighbours at run time
+    from ..api import Limits, Request
+    from ..backend.probes import Facts
+    from ..body.limits import Limits as BodyLimits
+    from ..config import Settings
+    from ..edge.body_budget import Hold
+    from ..images.inputs import Policy
+    from ..kinds.base import Job
+    from ..profile import Profile
+    from ..work import Budget
+    from .engine_calls import EngineCalls
 
 
 @dataclass(frozen=True)
 class Serving:
     """The server's side of every request: built once by the Pipeline."""
-    profile: object  # profile.Profile
-    settings: object  # config.Settings
-    facts: object  # backend.probes.Facts: what start-up learnt of the engine
-    calls: object  # steps.engine_calls.EngineCalls: the engine, with prompts fitted first
-    limits: object = None  # api.Limits: what both APIs check
-    image_policy: object = None  # images.inputs' policy (None: text only)
-    body_limits: object = None  # body.limits.Limits
+    profile: Profile
+    settings: Settings
+    facts: Facts  # what start-up learnt of the engine
+    calls: EngineCalls  # the engine, with prompts fitted first
+    limits: Limits | None = None  # what both APIs check
+    image_policy: Policy | None = None  # None: text only
+    body_limits: BodyLimits | None = None
 
 
 @dataclass(frozen=True)
@@ -30,22 +45,24 @@ class Record:
     """One request, step by step (every field has a default so a test can start anywhere)."""
     # given: Pipeline.decide
     serving: Serving | None = None
-    adapter: object = None  # the route's API adapter (api/systemone.py, api/decisions.py)
+    adapter: ModuleType | None = None  # the route's API (api/systemone.py, api/decisions.py)
     raw: bytes = b""  # the body as received
-    headers: object = None
-    hold: object = None  # the body's hold on the body budget, resized as the body is read
+    headers: Message | None = None
+    hold: Hold | None = None  # the body's hold on the body budget, resized as it is read
+    priced: Callable[[int], None] | None = None  # its turn at the engine's: a 529 when a
+    # decision of that cost would end past its deadline (server.engine_turn; None: no turn)
     # parse
-    request: object = None  # api.Request: checked fields, in no API's shape
+    request: Request | None = None  # checked fields, in no API's shape
     # resolve (images adds the checked images)
     decision: Decision | None = None
     # fit
-    job: object = None  # kinds.base.Job: what a kind's plan and combine may look at
+    job: Job | None = None  # what a kind's plan and combine may look at
     reads: Page | None = None  # what the label reads show: first reads, then the rest
     position: tuple = ()  # per request question, its first read's index in reads (None: none)
     parts: tuple = ()  # per request question, the indices of its further reads in reads
     plans: tuple = ()  # per request question, its kind's Plan
     fixed: frozenset = frozenset()  # reads that are parts of another answer (never re-read)
-    budget: object = None  # work.Budget: the request's calls of the model
+    budget: Budget | None = None  # the request's calls of the model
     known: int | None = None  # the two-way budget the reads were fitted to (None: the context)
     fitted: tuple = ()  # decision_model.Read per label read, fitted
     selections: tuple = ()  # prompt.fitting.Selection per state cut to fit
@@ -57,7 +74,7 @@ class Record:
     outcome: Outcome | None = None
     # think
     starts: dict = field(default_factory=dict)  # {request index: answer-turn start} of thoughts
-    spent: object = None  # think.Spent: what the thinking step did (None: it did not run)
+    spent: Spent | None = None  # what the thinking step did (None: it did not run)
     # render
     response: dict | None = None  # the response document
 

@@ -12,30 +12,13 @@ that thought (number questions use it for their generation) and what the step di
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from .. import kinds, reasoning
-from ..decision_model import CAUSAL, Outcome
+from ..decision_model import CAUSAL, Outcome, Spent, Thought
 from ..prompt.neutral import neutral
 from . import reread
 from .record import Record
-
-
-@dataclass(frozen=True)
-class Thought:
-    question: int  # request index
-    text: str
-    tokens: int
-    cut: bool  # stopped by the token cap or the wall-clock budget
-
-
-@dataclass(frozen=True)
-class Spent:
-    """What the step did, for the response's x_effort_used and usage."""
-    mode: str
-    cap: int = 0  # the thoughts' token cap (0: nobody thought)
-    thoughts: tuple = ()  # Thought per question that thought, request order
-    trace: bool = False
 
 
 def think(r: Record) -> Record:

@@ -7,7 +7,7 @@ import unittest
 from onepass.api import effort
 from onepass.decision_model import Effort
 from onepass.prompt.fitting import Selection
-from onepass.steps.think import Spent, Thought
+from onepass.decision_model import Spent, Thought
 
 
 def key(i):
