@@ -4,10 +4,13 @@ well-behaved client on another address got meanwhile. Standard library only.
 """
 import gzip
 import json
+import sys
+from pathlib import Path
 
-from tests.support.edge_client import request
-from tests.support.hostile_bodies import NORMAL
-from tests.support.hostile_clients import post
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # tests/support, run as a script
+from tests.support.edge_client import request  # noqa: E402
+from tests.support.hostile_bodies import NORMAL  # noqa: E402
+from tests.support.hostile_clients import post  # noqa: E402
 
 # name: (the issue's number, what it does, what it needs: "" any stack, "vision" a vision
 # profile, "vllm" a real vLLM's /metrics)
