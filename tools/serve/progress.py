@@ -39,9 +39,9 @@ def ticker(label: str, path: str, every: float, done: threading.Event) -> None:
 
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if "--" not in argv:
-        print(__doc__, file=sys.stderr)
-        return 2
+    if "--" not in argv:  # --help asked for the usage; anything else without a command is wrong
+        print(__doc__, file=sys.stdout if {"-h", "--help"} & set(argv) else sys.stderr)
+        return 0 if {"-h", "--help"} & set(argv) else 2
     split = argv.index("--")
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("label")
