@@ -68,15 +68,15 @@ class Counts:
         text holding the separator goes alone), else one call each. `calls(n)`, when given,
         hears how many /tokenize calls this made."""
         keys = [hashlib.sha256(t.encode()).digest() for t in texts]
-        with self._lock:
-            missing = {k: t for k, t in zip(keys, texts) if k not in self._known}
+        with self._lock:  # what is cached now is kept now: another request may evict it
+            found = {k: self._known[k] for k in keys if k in self._known}
+        missing = {k: t for k, t in zip(keys, texts) if k not in found}
         batches = _batches(list(missing.values()), sep)
         if calls is not None and batches:
             calls(len(batches))
         counted = [n for got in self.map(lambda b: self._batch(b, sep), batches) for n in got]
+        found.update(zip(missing, counted))
         with self._lock:
-            found = {k: self._known[k] for k in keys if k in self._known}
-            found.update(zip(missing, counted))
             self._known.update(zip(missing, counted))
             while len(self._known) > COUNT_CACHE:  # oldest first (dicts keep insertion order)
                 del self._known[next(iter(self._known))]

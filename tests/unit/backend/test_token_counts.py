@@ -64,6 +64,18 @@ class TestCounts(unittest.TestCase):
         self.assertEqual(counts.count(["c", "a b"], None, made.append), [1, 3])
         self.assertEqual((tok.calls, made), (0, []))
 
+    def test_a_cached_count_evicted_meanwhile_is_still_given(self):
+        """Another request may evict a cached count while this one tokenizes the rest: the
+        count found in the cache at the start is the one given."""
+        tok = Tokenizer()
+
+        def evicting(fn, items):
+            counts._known.clear()  # another request filled the cache meanwhile
+            return serial(fn, items)
+        counts = token_counts.Counts(tok, evicting)
+        counts.count(["a b"])
+        self.assertEqual(counts.count(["a b", "c"]), [3, 1])
+
     def test_a_separator_that_swallows_whitespace_is_refused(self):
         """Texts beside it would lose tokens: no separator, every text counted alone."""
         self.assertIsNone(token_counts.separator(Tokenizer(greedy=True), PROFILE_SEP))
