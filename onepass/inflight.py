@@ -4,7 +4,8 @@ flight are cut (their connections shut, so vLLM aborts them and frees their KV a
 
 Owns: the per-request Call (a context variable the engine's threads inherit, as wire.REQUEST),
 its id (the client's X-Request-Id when safe) and traceparent, its deadline, its vLLM request
-ids (`<request id>-<n>`), the sockets of its calls in flight, the tokens vLLM computed for it,
+ids (`<request id>-<n>`), its running total of body bytes sent (the priority its generation
+calls carry: each its own bytes included), the sockets of its calls in flight, the tokens vLLM computed for it,
 and stopping it (its client left: ClientClosed; its deadline passed: DeadlineExceeded).
 Never: watches the client's socket (edge/watch.py does) or decides the response (the edge
 logs ClientClosed as 499 and sends nothing). Below every stage: the edge, the pipeline and the
@@ -38,6 +39,7 @@ class Call:
         self.why = ClientClosed  # what stopped it, once `gone` is set
         self.gone = threading.Event()
         self.tokens = 0  # tokens vLLM computed for it (prompt less prefix-cache hits, generated)
+        self.sent = 0  # bytes of the bodies it sent to vLLM: its generations' priority
         self._socks: set = set()
         self._lock = threading.Lock()
         self._n = itertools.count(1)
@@ -55,6 +57,15 @@ class Call:
 
     def next_id(self) -> str:
         return f"{self.request_id}-{next(self._n)}"
+
+    def turn(self, size: int) -> int:
+        """The priority of its next generation call of `size` bytes: the bytes it will have
+        sent with it (vLLM serves the lowest first: fair queuing's finish tag). A request of
+        800 reads queues each read behind every other request's calls of a smaller total, and
+        a one-read request goes before another request's first read if that one is larger."""
+        with self._lock:
+            self.sent += size
+            return self.sent
 
     def limit(self, seconds: float | None) -> None:
         """A deadline `seconds` from now, when sooner than the one it has."""

@@ -66,6 +66,7 @@ class Service:
                              max_bytes_in_flight=settings.engine_bytes_in_flight,
                              max_bytes_per_request=settings.engine_bytes_per_request,
                              calls_per_request=settings.engine_calls_per_request,
+                             scheduling=settings.vllm_scheduling,
                              image_slot=vision.placeholder if vision else None)
         links = None if settings.image_links == "off" else fetch.Rules(
             allow_http=settings.image_links_http == "true",

@@ -95,12 +95,13 @@ def long_state(paragraphs: int = 19_990, questions: int = 400) -> bytes:
     return json.dumps({"model": "jev-latest", "state": state, "questions": asked}).encode()
 
 
-def expensive(choices: int = 32, state_bytes: int = 1000) -> bytes:
+def expensive(choices: int = 32, state_bytes: int = 1000, salt: str = "") -> bytes:
     """`choices` 4-option choices on a state of about `state_bytes`, with layout overrides
     that multiply what each costs: every read writes the state after the question (no shared
-    head), four times, in each of 8 orders."""
-    state = " ".join(f"Ticket {i}: the app crashes on invoice {i * 31}." for i in
-                     range(state_bytes // 40))
+    head), four times, in each of 8 orders. `salt` opens the state: requests with different
+    salts share no read in vLLM's prefix cache (each one's work is computed, not found)."""
+    state = salt + " ".join(f"Ticket {i}: the app crashes on invoice {i * 31}." for i in
+                            range(state_bytes // 40))
     asked = {f"q{i}": {"type": "choice", "instructions": f"Which team handles part {i}?",
                        "criteria": {"billing": "Payments", "tech": "Bugs", "sales": None,
                                     "legal": None}} for i in range(choices)}

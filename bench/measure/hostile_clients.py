@@ -36,7 +36,8 @@ Options: --count N (64), --key KEY, --json OUT, --recipes a,b,c (`shapes`, the 6
 shapes above, and the names in bench/lib/hostile_recipes.RECIPES; default every one this stack
 can run: the vision recipes need a vision profile, `stray` a real vLLM), --window-s S (10: how
 long heads and expensive requests are held, and the heavy request runs, beside the
-well-behaved client).
+well-behaved client), --vllm-scheduling priority|fcfs (priority: the shim's setting for a vLLM
+started by serve.sh's default; fcfs for one started with ONEPASS_VLLM_SCHEDULING=fcfs).
 """
 import argparse
 import json
@@ -138,6 +139,7 @@ def main(argv=None) -> int:
     ap.add_argument("--json")
     ap.add_argument("--recipes", default="")
     ap.add_argument("--window-s", type=float, default=10.0)
+    ap.add_argument("--vllm-scheduling", choices=("priority", "fcfs"), default="priority")
     args = ap.parse_args(argv)
     asked = [n.strip() for n in args.recipes.split(",") if n.strip()]
     vision = runs.hr.is_vision(json.loads((ROOT / "serve_config.json").read_text()), args.profile)
@@ -149,6 +151,7 @@ def main(argv=None) -> int:
     headers = {"Authorization": f"Bearer {args.key}"} if args.key else {}
     fake = None
     env = {"ONEPASS_PROFILE": args.profile} if args.profile else {}
+    env["ONEPASS_VLLM_SCHEDULING"] = args.vllm_scheduling  # as serve.sh starts vLLM: its policy
     if args.key:
         env["ONEPASS_API_KEY"] = args.key
     if args.fake:

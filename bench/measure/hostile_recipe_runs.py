@@ -6,6 +6,7 @@ starts only once vLLM's token count has stopped growing (the previous recipe's w
 Imported by bench/measure/hostile_clients.py.
 """
 import json
+import secrets
 import socket
 import sys
 import threading
@@ -247,16 +248,18 @@ def long_state(stack: Stack, loop: Loop) -> dict:
 
 
 def expensive(stack: Stack, loop: Loop) -> dict:
-    socks, data = [], hc.post(hr.expensive(), stack.headers)
+    socks, sent = [], 0
     try:
-        for _ in range(4):
+        for _ in range(4):  # each its own salt: its reads computed, none from the prefix cache
+            data = hc.post(hr.expensive(salt=f"Case {secrets.token_hex(8)}. "), stack.headers)
             socks.append(hc.connect(stack.shim.addr, hc.HOSTILE_SOURCE))
             socks[-1].sendall(data)
+            sent = len(data)
         time.sleep(1.0)
         loop.start()
         time.sleep(stack.window_s)
         loop.stop()
-        return {"sent": f"4 x {len(data):,} bytes", f"after {stack.window_s + 1:g} s": hr.counts(
+        return {"sent": f"4 x {sent:,} bytes", f"after {stack.window_s + 1:g} s": hr.counts(
             answered(s) for s in socks)}
     finally:
         [s.close() for s in socks]  # their work is cut; the next recipe waits for vLLM

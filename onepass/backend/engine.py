@@ -26,6 +26,7 @@ from ..errors import (EngineFailed, EngineRefused, EngineUnavailable, InvalidReq
                       Problem)
 
 MAX_LOGPROB_TOKEN_IDS = 128  # vLLM 0.32's cap on logprob_token_ids per request
+GENERATIONS = ("/v1/completions", "/v1/chat/completions")  # the calls vLLM's scheduler queues
 IDLE_KEEPALIVE_S = 4.0  # uvicorn (vLLM) closes idle keep-alive connections after 5 s
 
 
@@ -33,7 +34,7 @@ class Engine:
     def __init__(self, base_url: str, served_model_name: str, *, timeout_s: float,
                  num_connections: int, image_slot: str | None = None, key: str = "",
                  max_bytes_in_flight: int = 256 << 20, max_bytes_per_request: int = 64 << 20,
-                 calls_per_request: int = 0):
+                 calls_per_request: int = 0, scheduling: str = "fcfs"):
         url = urllib.parse.urlsplit(base_url)
         if url.scheme != "http" or not url.hostname:
             raise ValueError(f"the vLLM URL must be http://host:port, got {base_url!r}")
@@ -43,6 +44,7 @@ class Engine:
         self.auth = {"Authorization": f"Bearer {key}"} if key else {}  # vLLM's key: every call
         self.image_slot = image_slot  # the placeholder the layout writes for each image
         self.timeout_s = timeout_s
+        self.by_priority = scheduling == "priority"  # vLLM's policy (config.py: vllm_scheduling)
         self.gate = wire.Gate(max_bytes_in_flight, timeout_s)  # bodies on their way to vLLM
         self.bytes_per_request = max_bytes_per_request  # the same, for each request (request())
         self._idle: queue.LifoQueue = queue.LifoQueue()
@@ -74,11 +76,20 @@ class Engine:
         server's); a pooled connection that fails is retried once on a new one."""
         if body is None:
             return self._exchange(method, path, None, {})
-        payload = wire.pieces(body)
+        payload = self.queued(path, wire.pieces(body))
         size = sum(map(len, payload))
         with wire.sending(self.gate, size):
             return self._exchange(method, path, payload, {
                 "Content-Type": "application/json", "Content-Length": str(size)})
+
+    def queued(self, path: str, payload: list[bytes]) -> list[bytes]:
+        """A generation's body with its place in vLLM's queue when vLLM schedules by priority:
+        its request's bytes sent with it (inflight.Call.turn), so vLLM takes the requests in
+        turn by cost, as the pool's lanes take them by count."""
+        call = inflight.CURRENT.get()
+        if not (self.by_priority and call and path in GENERATIONS):
+            return payload
+        return wire.prioritised(payload, call.turn(sum(map(len, payload))))
 
     def _exchange(self, method: str, path: str, payload, headers) -> tuple[int, dict]:
         call = inflight.check()  # a request whose client left starts nothing new

@@ -25,7 +25,8 @@ def generate(engine, read, route: str, request: dict, kind: str, deadline: float
     """A decision.Generated as generation.generate gives, cut at `deadline`
     (time.monotonic()). A prompt count vLLM did not send before the cut is counted by the
     tokenizer (text only: image tokens are then missing from it)."""
-    payload = wire.pieces({**request, "stream": True, "stream_options": {"include_usage": True}})
+    payload = engine.queued(route, wire.pieces({**request, "stream": True,
+                                                "stream_options": {"include_usage": True}}))
     with wire.sending(engine.gate, sum(map(len, payload))):  # counted as Engine.call counts
         text, tokens, cut, prompt_tokens = _stream(engine, route, payload, kind, deadline)
     if prompt_tokens is None:  # counted after the gate is given back: it sends bodies too

@@ -5,8 +5,9 @@ data URL is encoded once per request and never copied into a body: a read of 4 i
 times costs its prompt text, not 16 data URLs), and the caps on the bytes of bodies being sent
 to vLLM at once (Gate): one per server, and one per request (REQUEST, set while a request is
 answered, so that one request's many image bodies cannot take the whole server's cap).
-Also an image read's chat turns (messages). Never: builds the body's other fields
-(engine.py, decoding.py do) or decides what to send.
+Also an image read's chat turns (messages), and a body's vLLM priority written into its pieces
+(prioritised). Never: builds the body's other fields (engine.py, decoding.py do) or decides
+what to send.
 """
 from __future__ import annotations
 
@@ -39,6 +40,14 @@ def pieces(doc: dict) -> list[bytes]:
     for i, part in enumerate(re.split(f"onepass-slot-{tag}-([0-9]+)", text)):
         out.append(part.encode() if i % 2 == 0 else images[int(part)].data_url_bytes)
     return out
+
+
+def prioritised(payload: list[bytes], priority: int) -> list[bytes]:
+    """The body's pieces with `"priority": priority` first in its object (vLLM's field; the
+    body never carries one already), written into the pieces rather than dumping them again."""
+    first = payload[0]
+    rest = b"" if first[1:2] == b"}" else b","
+    return [b'{"priority": %d%s' % (priority, rest) + first[1:]] + payload[1:]
 
 
 class Gate:

@@ -34,6 +34,7 @@ def engine(port: int, timeout_s: float):
     return types.SimpleNamespace(host="127.0.0.1", port=port, prefix="", timeout_s=timeout_s,
                                  auth={"Authorization": "Bearer vllm-key"},
                                  count=lambda texts, *_: [1 for _ in texts],
+                                 queued=lambda path, payload: payload,
                                  gate=wire.Gate(1 << 20, timeout_s))
 
 
