@@ -124,3 +124,37 @@ def test_vllm_patches_keeps_vllm_behind_its_key(tmp_path):
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+
+
+def test_a_slow_vision_upload_leaves_the_lane_to_others(vision_stack):
+    """The vision profile's wire limit is 124 MB, so a chunked request claimed twice that before
+    any byte arrived: past an address's share, it went to the lane, one request per address at
+    most 128 MiB together, and one slow chunked upload from 127.0.0.2 held it for 30 s while
+    every other chunked or image request got a 529 after 5 s. Claims now grow with the bytes
+    that arrive: another address's chunked decision with an inline image, sent while the slow
+    one trickles, is answered 200, and the slow one is still being read."""
+    from tests.support.image_requests import RED, url
+    host, port = vision_stack.url.split("//")[1].split(":")
+    addr, stop = (host, int(port)), threading.Event()
+    slow = hc.connect(addr, hc.HOSTILE_SOURCE)
+    head = hc.chunked_post(b"", 1, {}).removesuffix(b"0\r\n\r\n")
+    slow.sendall(head + hc.chunked(b'{"model": "jev-latest", "state": "', 64)[:-5])
+    sent = []
+
+    def trickle():  # a byte of state every 0.2 s until the other request is answered
+        while not stop.wait(0.2):
+            slow.sendall(b"1\r\nx\r\n")
+            sent.append(1)
+    thread = threading.Thread(target=trickle)
+    thread.start()
+    try:
+        time.sleep(1.0)  # the slow upload is read (its claim taken) before the other arrives
+        data = json.dumps({"model": "jev-latest", "state": {"photo": url(RED)}, "questions": {
+            "dark": {"type": "noul", "instructions": "Is [image 1] dark?"}}}).encode()
+        status = hc.send(addr, hc.chunked_post(data, 4096, {}), hc.OTHER_SOURCE, 300)[0]
+    finally:
+        stop.set()
+        thread.join()
+        slow.close()
+    assert status == 200
+    assert len(sent) >= 5  # the slow upload was still being read throughout
