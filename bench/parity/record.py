@@ -2,7 +2,7 @@
 """Record one profile's replay tape and answers on a live vLLM (bench/parity/record.sh runs it).
 
     ONEPASS_VLLM_KEY=KEY python3 bench/parity/record.py --profile smollm2-135m-fast \\
-        --vllm http://127.0.0.1:8792 [--vision] [--out tests/fixtures/replay]
+        --vllm http://127.0.0.1:8792 --dtype bfloat16 [--vision] [--out tests/fixtures/replay]
 
 A shim in this process whose engine records (tests/support/replay_engine.py) runs the start-up
 guard and the warm-up, then the corpus is posted to it over HTTP, one request at a time, as
@@ -30,6 +30,7 @@ from tests.support import replay_shim  # noqa: E402
 from tests.support.inprocess_shim import stop_shim  # noqa: E402
 from tests.support.replay_engine import (FIXTURES, Tape, answers_path,  # noqa: E402
                                          recording, tape_path)
+from tests.support.tape_compare import machine  # noqa: E402
 from tests.support.tape_fingerprint import fingerprint  # noqa: E402
 
 
@@ -75,6 +76,9 @@ def main(argv=None) -> int:
     p.add_argument("--profile", required=True, help="serve_config.json profile vLLM serves")
     p.add_argument("--vllm", required=True, help="the live vLLM's URL, http://host:port "
                    "(its key in ONEPASS_VLLM_KEY)")
+    p.add_argument("--dtype", required=True, choices=("float32", "bfloat16"),
+                   help="the dtype that vLLM serves in (recorded with this CPU's kernel flags: "
+                   "tests/live/test_tape_live.py compares on the same machine kind only)")
     p.add_argument("--vision", action="store_true", help="the corpus's vision section too")
     p.add_argument("--out", default=str(FIXTURES), help="the fixtures folder")
     args = p.parse_args(argv)
@@ -85,7 +89,7 @@ def main(argv=None) -> int:
     tape = Tape({"profile": args.profile, "argv": replay_shim.shim_argv(args.profile),
                  "vision": args.vision, "cases": len(cases),
                  "corpus_sha256": corpus.corpus_sha(cases),
-                 "fingerprint": fingerprint(args.profile)})
+                 "fingerprint": fingerprint(args.profile), "machine": machine(args.dtype)})
     answers, tape_file = answers_path(folder, args.profile), tape_path(folder, args.profile)
     drafts = [f.with_name(f.name + ".rejected") for f in (answers, tape_file)]
     problems = record(args, tape, drafts[0])
