@@ -94,3 +94,17 @@ echo "test.sh: live tests against a real vLLM"
 # --durations: the slowest tests and fixtures (vLLM starts) named in the log, to keep test.sh
 # under its 30 minutes on a slower CPU.
 "$PY" -m pytest "${LIVE[@]}" -v -p no:cacheprovider --durations=30 "$@"
+# The parts that differ by CPU, again as a CPU with AVX2 only runs them (ONEPASS_TEST_CPU=avx2's
+# settings, docs/testing.md): the cache layouts, the abandon and deadline tests (their bounds
+# from the step time they measure) and the shipped default's module, in fp32 as serve.sh ships
+# it there; the skip check last. Not when the whole suite already ran that way.
+AVX2_PART=("tests/live/test_sets_live.py::test_the_cache_indices_find_what_vllm_wrote"
+  "tests/live/test_sets_live.py::test_the_triton_indices_follow_its_layout"
+  tests/live/test_abandon_live.py tests/live/test_default_model_live.py
+  "card_tests/test_skips.py::test_every_skip_of_the_run_is_allowed")
+if [ -z "${ONEPASS_TEST_CPU:-}" ] && [ $# = 0 ]; then
+  echo "test.sh: the CPU-dependent live tests again as a CPU with AVX2 only" \
+    "(ATEN_CPU_CAPABILITY=avx2 ONEPASS_DTYPE=float32)"
+  ATEN_CPU_CAPABILITY=avx2 ONEPASS_DTYPE=float32 "$PY" -m pytest "${AVX2_PART[@]}" -v \
+    -p no:cacheprovider --durations=10
+fi
