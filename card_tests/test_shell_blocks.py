@@ -1,6 +1,7 @@
 """The README's and the docs' shell blocks run as written: every --flag a command passes to
 serve.sh, shim.py or a bench/tools script is one that program takes (serve.sh's argument list,
-a script's own --help), and the ports a document's commands call are the ports its commands
+a script's own --help), every ONEPASS_* variable a command sets is one the code reads, and the
+ports a document's commands call are the ports its commands
 start things on (a document that moves the shim off 8741 calls 8741 nowhere). No server: the
 programs' own usage is the reference. (A runbook's third-party harness flags are held by the
 runbook smokes, tests/live/test_runbooks_live.py.)"""
@@ -21,6 +22,13 @@ DEFAULT_PORTS = {"8741", "8742"}  # serve.sh's shim and vLLM when nothing moves 
 # the balancer's and its servers' ports as deploy/haproxy.cfg and deploy/scale.py start them
 DEPLOY_PORTS = set(re.findall(r"127\.0\.0\.1:(\d+)", (ROOT / "deploy" / "haproxy.cfg").read_text()))
 RUN_RECORDS = ("docs/measured.md", "docs/measured-archive.md")  # runs on whatever ports they had
+SET_ENV = re.compile(r"(?:^|[\s'\"])(ONEPASS_[A-Z0-9_]+)=")  # VAR=value, -e VAR=value, env VAR=
+# what reads the environment: serve.sh, test.sh, the shim, its tools, benches and deploy files
+READERS = [ROOT / "serve.sh", ROOT / "test.sh", ROOT / "shim.py"] + [
+    p for folder in ("onepass", "tools", "bench", "deploy", "engine")
+    for p in (ROOT / folder).rglob("*") if p.suffix in (".py", ".sh", ".yaml", ".cfg", ".json")]
+READ = set(re.findall(r"ONEPASS_[A-Z0-9_]+", "\n".join(
+    p.read_text(errors="replace") for p in READERS if p.is_file())))
 
 
 def commands(block: str) -> list[list[str]]:
@@ -80,6 +88,15 @@ def unknown_flags(doc: str) -> list[tuple[str, str]]:
     return found
 
 
+def unread_variables(doc: str) -> list[str]:
+    """ONEPASS_* variables a document's commands set that no program of ours reads, or use
+    ($NAME) that neither its commands set nor ours read (another machine's settings)."""
+    text = "\n".join(claims.blocks(doc, SHELL))
+    set_here = set(SET_ENV.findall(text))
+    used = set(re.findall(r"\$\{?(ONEPASS_[A-Z0-9_]+)", text))
+    return sorted({n for n in set_here if n not in READ} | (used - set_here - READ))
+
+
 def stray_ports(doc: str) -> list[str]:
     """URL ports of a document's commands that none of its commands start anything on. A
     document that moves the shim (ONEPASS_PORT) may not call serve.sh's default port."""
@@ -105,6 +122,12 @@ def test_a_documents_commands_call_the_ports_they_start_on():
     assert not wrong, wrong
 
 
+def test_every_variable_a_command_sets_is_read():
+    wrong = [(doc, unread_variables(body)) for doc, body in DOCS.items()
+             if unread_variables(body)]
+    assert not wrong, wrong
+
+
 def test_the_checks_catch_what_they_are_for():
     """Planted: a flag serve.sh does not take, a script flag its --help lacks, and a runbook
     that starts the shim on 8861 and then calls 8741."""
@@ -115,3 +138,8 @@ def test_the_checks_catch_what_they_are_for():
     assert set(unknown_flags(planted)) == {("serve.sh", "--port"),
                                            ("bench/measure/readme_example.py", "--bogus")}
     assert stray_ports(planted) == ["8741"]
+    assert unread_variables("```bash\nONEPASS_PODMAN_STORE=/x ONEPASS_PORT=1 bash serve.sh\n"
+                            "podman run -e ONEPASS_HOSTT=0.0.0.0 onepass\n```\n") == [
+        "ONEPASS_HOSTT", "ONEPASS_PODMAN_STORE"]
+    assert unread_variables("```bash\npodman $ONEPASS_PODMAN_STORE run onepass\n```\n") == [
+        "ONEPASS_PODMAN_STORE"]
