@@ -1,8 +1,8 @@
 """vLLM's queue shared by what each request has cost (issue 67, recipe 6), against the session's
 real vLLM (serve.sh starts it `--scheduling-policy priority`): four expensive decisions from
 127.0.0.2 keep vLLM's queue full of their reads; a one-question decision from 127.0.0.1 sent
-meanwhile is answered 200 after vLLM computes only a few of their reads, not the whole queue
-ahead of it.
+meanwhile (once vLLM's queue holds 16 of their reads) is answered 200 after vLLM computes only a
+few of their reads, not the whole queue ahead of it.
 
 Two shims on that one vLLM, side by side in the same run: one as serve.sh starts it
 (`--vllm-scheduling priority`: each call carries its request's bytes sent, its own included, as its
@@ -14,13 +14,14 @@ import json
 import secrets
 import threading
 import time
+import urllib.request
 
 from tests.live.test_abandon_live import engine_tokens
 from tests.support import hostile_clients as hc
 from tests.support.live_stack import free_port, start_shim, wait_health
 
 def expensive() -> bytes:
-    """32 choices, each read with the state after the question (no shared head), twice, in
+    """32 choices, each read with the state after the question (no shared head), 3 times, in
     every order: hundreds of full-context reads, the recipe's shape at a size the fast model
     runs in seconds; a fresh salt opens the state, so no read is found in vLLM's prefix cache
     (another request's, or the other shim's)."""
@@ -31,13 +32,23 @@ def expensive() -> bytes:
         "questions": {f"q{i}": {"type": "choice", "instructions": f"Which team handles part {i}?",
                                 "criteria": {"billing": "Payments", "tech": "Bugs",
                                              "sales": None, "legal": None}} for i in range(32)},
-        "kwargs": {"layout": {"question_first": True, "repeat": 2, "orders": 8,
+        "kwargs": {"layout": {"question_first": True, "repeat": 3, "orders": 8,
                               "orders_as_reads": True}}}).encode()
 
 
 CHEAP = json.dumps({"model": "jev-latest", "state": "Order 12 arrived broken.",
                     "questions": {"refund": {"type": "noul", "instructions": "Refund?"}}}
                    ).encode()
+
+
+DEEP = 16  # reads waiting in vLLM when the cheap request is sent
+
+
+def waiting(vllm_url) -> float:
+    """vLLM's gauge of the requests waiting in its queue."""
+    text = urllib.request.urlopen(vllm_url + "/metrics", timeout=30).read().decode()
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+               if line.startswith("vllm:num_requests_waiting{"))
 
 
 def idle(vllm_url, quiet_s: float = 2.0) -> None:
@@ -62,10 +73,11 @@ def waited_behind(stack, scheduling: str) -> tuple[int, float]:
         for _ in range(4):
             socks.append(hc.connect(addr, hc.HOSTILE_SOURCE))
             socks[-1].sendall(hc.post(expensive(), {}))
-        # vLLM's queue fills: the token count grows for a while before the cheap one is sent
-        start, until = engine_tokens(stack.vllm_url), time.monotonic() + 300
-        while engine_tokens(stack.vllm_url) < start + 5_000:
-            assert time.monotonic() < until, "vLLM never ran the expensive requests' reads"
+        # the cheap one is sent once vLLM's queue holds DEEP of their reads (its gauge lags a
+        # step: enough for a precondition), so both shims meet a queue as deep
+        until = time.monotonic() + 300
+        while waiting(stack.vllm_url) < DEEP:
+            assert time.monotonic() < until, "vLLM's queue never filled with the expensive reads"
             time.sleep(0.05)
         before = engine_tokens(stack.vllm_url)
         status = hc.send(addr, hc.post(CHEAP, {}), hc.OTHER_SOURCE, 600)[0]
