@@ -3,7 +3,8 @@
 bytes its request has sent to vLLM with it (fair queuing's finish tag), so vLLM takes a
 one-read request's read before the later reads of a request that has sent hundreds, and before
 another request's first read when that one is larger. The bodies are caught before they leave
-(Engine._exchange replaced); what a real vLLM does with them is tests/live/test_queue_live.py's.
+(Engine._exchange replaced); what a real vLLM does with them is measured by
+bench/measure/hostile_clients.py --recipes expensive (docs/measured.md).
 Run: python3 -m unittest tests.unit.backend.test_priority
 """
 import json
