@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from concurrent.futures import Future
 
 SETS_KEY = "set_spans"  # the plugin's vllm_xargs key (engine/onepass_engine/flags.py)
 HEADS_KEPT = 16  # heads' ids kept: the states being answered at once, about
@@ -22,26 +23,45 @@ PIECE_CHARS = 4096  # a longer piece is not kept (with the question first, the s
 
 class IdCache:
     """Token ids of the texts seen last, `kept` of them (a state's head is tokenized once per
-    request, not once per question)."""
+    request, not once per question). A text is tokenized once however many reads ask for it at
+    the same time: the first asks vLLM, the others wait for its ids, so how many /tokenize
+    calls a request makes does not depend on how its concurrent reads interleave (replay tapes
+    count them)."""
 
     def __init__(self, kept: int = HEADS_KEPT, longest: int | None = None):
         self._ids: OrderedDict = OrderedDict()
+        self._asking: dict[str, Future] = {}  # texts being tokenized now -> their ids to come
         self._lock = threading.Lock()
         self._kept, self._longest = kept, longest
 
     def ids(self, text: str, tokenize) -> list[int]:
         if self._longest is not None and len(text) > self._longest:
             return tokenize(text)
+        while True:
+            with self._lock:
+                hit = self._ids.get(text)
+                if hit is not None:
+                    self._ids.move_to_end(text)
+                    return hit
+                asking = self._asking.get(text)
+                if asking is None:
+                    mine = self._asking[text] = Future()
+                    break
+            if asking.exception() is None:  # waits; another's failure (its client left) is
+                return asking.result()  # not ours: ask again
+        try:
+            got = tokenize(text)
+        except BaseException as failed:
+            with self._lock:
+                del self._asking[text]
+            mine.set_exception(failed)
+            raise
         with self._lock:
-            hit = self._ids.get(text)
-            if hit is not None:
-                self._ids.move_to_end(text)
-                return hit
-        got = tokenize(text)
-        with self._lock:
+            del self._asking[text]
             self._ids[text] = got
             while len(self._ids) > self._kept:
                 self._ids.popitem(last=False)
+        mine.set_result(got)
         return got
 
 

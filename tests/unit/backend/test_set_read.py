@@ -5,6 +5,7 @@ out by the layout, and the caches' order of eviction, are tested in
 tests/unit/prompt/test_option_sets.py.
 Run: python3 -S -m unittest tests.unit.backend.test_set_read
 """
+import threading
 import unittest
 from types import SimpleNamespace
 
@@ -71,6 +72,64 @@ class TestTokenPrompt(unittest.TestCase):
             set_read.token_prompt(read(head_chars=head_chars), words, heads, kept)
             self.assertEqual(heads.asked, head, head_chars)
             self.assertEqual(len(kept.asked), 4, head_chars)
+
+
+class Held:
+    """A tokenizer whose first call waits until released; every call recorded."""
+
+    def __init__(self):
+        self.calls, self.entered, self.release = [], threading.Event(), threading.Event()
+
+    def __call__(self, text):
+        self.calls.append(text)
+        if len(self.calls) == 1:
+            self.entered.set()
+            self.release.wait(30)
+            if getattr(self, "fail", False):
+                raise ConnectionError("the first asker's client left")
+        return words(text)
+
+
+def ask_twice(tokenize):
+    """Two threads ask one IdCache for one text, the second while the first is tokenizing
+    (given half a second to reach the tokenizer itself, as a cache without waiting would):
+    what each got."""
+    cache, got = set_read.IdCache(), {}
+
+    def ask(name):
+        try:
+            got[name] = cache.ids("A. x\n", tokenize)
+        except ConnectionError as e:
+            got[name] = e
+    first = threading.Thread(target=ask, args=("first",))
+    first.start()
+    tokenize.entered.wait(30)
+    second = threading.Thread(target=ask, args=("second",))
+    second.start()
+    second.join(0.5)  # it waits for the first's ids (or, without waiting, tokenizes)
+    tokenize.release.set()
+    first.join(30)
+    second.join(30)
+    return got
+
+
+class TestConcurrentAsks(unittest.TestCase):
+    def test_a_text_asked_while_it_is_tokenized_is_tokenized_once(self):
+        """IdCache.ids: the second asker waits for the first's ids, so a request's /tokenize
+        calls do not depend on how its concurrent reads interleave."""
+        tokenize = Held()
+        got = ask_twice(tokenize)
+        self.assertEqual(tokenize.calls, ["A. x\n"])
+        self.assertEqual(got, {"first": [2, 2], "second": [2, 2]})
+
+    def test_a_failed_first_ask_leaves_the_waiter_to_ask_itself(self):
+        """IdCache.ids: the first asker's failure is its own; the waiter tokenizes the text."""
+        tokenize = Held()
+        tokenize.fail = True
+        got = ask_twice(tokenize)
+        self.assertEqual(tokenize.calls, ["A. x\n", "A. x\n"])
+        self.assertIsInstance(got["first"], ConnectionError)
+        self.assertEqual(got["second"], [2, 2])
 
 
 if __name__ == "__main__":
