@@ -4,7 +4,8 @@ Owns: reading data URLs and bare base64, sniffing the format from the bytes (PNG
 WebP, BMP; the declared type is not trusted) and the pixel size from the header, and the
 limits (bytes, pixels). The size judged is the size Pillow (vLLM's loader) decodes: every GIF
 frame must lie within its screen, a PNG has one IHDR, a JPEG one frame header, read past fill
-bytes, and a walk through a file's chunks or blocks is bounded (MAX_STEPS).
+bytes, and at most MAX_JPEG_SCANS scans (each one a pass of Pillow's decoder over the image);
+a walk through a file's chunks or blocks is bounded (MAX_STEPS).
 Never: decodes pixels (vLLM's processor does), fetches links (fetch.py), logs image bytes.
 """
 from __future__ import annotations
@@ -21,6 +22,8 @@ DATA_URL = re.compile(r"data:(?P<mime>[\w.+-]+/[\w.+-]+)?(?P<params>(?:;[^,;]*)*
 # Chunks, segments or blocks walked in one image: a 20 MB GIF of 255-byte sub-blocks has
 # 80,000; more is a file built to cost CPU here and in Pillow's walk of it at every read.
 MAX_STEPS = 1 << 18
+# Encoders write 1 scan (baseline) to 18 (libjpeg's script for CMYK); libtiff and GDAL stop at 100.
+MAX_JPEG_SCANS = 100
 MIME = {"png": "image/png", "jpeg": "image/jpeg", "gif": "image/gif", "webp": "image/webp",
         "bmp": "image/bmp"}
 
@@ -80,10 +83,12 @@ def from_bytes(data: bytes, max_bytes: int, max_pixels: int) -> Image:
 def complete(fmt: str, data: bytes) -> bool:
     """The bytes reach the end the format marks (walking PNG chunks and GIF blocks, not
     decoding them): a header-only or cut image would otherwise be forwarded to vLLM with every
-    read. BadImage for a second PNG IHDR or a GIF frame past its screen, found on the way."""
+    read. BadImage for a second PNG IHDR, a GIF frame past its screen or a JPEG of more than
+    MAX_JPEG_SCANS scans, found on the way."""
     if fmt == "png":
         return _png_complete(data)
     if fmt == "jpeg":  # the end-of-image marker after the frame (0xFF is stuffed in the scan)
+        jpeg_scans(data)
         return data.rfind(b"\xff\xd9") > data.find(b"\xff\xda") > 0
     if fmt == "gif":
         return _gif_complete(data)
@@ -165,7 +170,7 @@ def sniff(data: bytes) -> tuple[str, int, int]:
             width, height = struct.unpack("<ii", data[18:26])
             return "bmp", width, abs(height)
         if data[:3] == b"\xff\xd8\xff":
-            return ("jpeg", *_jpeg_size(data))
+            return ("jpeg", *_jpeg_header(data)[:2])
     except struct.error:
         pass
     raise BadImage("the data is not a PNG, JPEG, GIF, WebP or BMP image")
@@ -192,15 +197,16 @@ JPEG_FRAMES = frozenset(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}
 JPEG_SEGMENTS = JPEG_FRAMES | {0xC4, 0xCC, 0xDB, 0xDC, 0xDD, 0xDF, 0xFE, *range(0xE0, 0xF0)}
 
 
-def _jpeg_size(data: bytes) -> tuple[int, int]:
+def _jpeg_header(data: bytes) -> tuple[int, int, int]:
     """Walk the segments to the first scan as libjpeg and Pillow do (0xFF fill bytes before a
-    marker skipped): exactly one start-of-frame gives the size (Pillow keeps the last)."""
+    marker skipped): exactly one start-of-frame gives the size (Pillow keeps the last).
+    (width, height, where the first scan's marker starts, or the walk's end without one)."""
     i, size = 2, None
     for _ in range(MAX_STEPS):
         if i + 1 >= len(data) or data[i:i + 2] == b"\xff\xda":  # the end, or the first scan
             if size is None:
                 raise BadImage("a JPEG without a frame header")
-            return size
+            return (*size, i)
         marker = data[i + 1]
         if data[i] != 0xFF:
             raise BadImage("a damaged JPEG header")
@@ -219,3 +225,32 @@ def _jpeg_size(data: bytes) -> tuple[int, int]:
             raise BadImage(f"a JPEG marker this server does not read (0x{marker:02X}) before "
                            "the image data")
     raise BadImage(f"a JPEG of more than {MAX_STEPS} segments before the image data")
+
+
+# A marker in entropy-coded data: 0xFF then a code, not a stuffed 0x00, a restart marker
+# (0xD0-0xD7) or a fill byte (one more 0xFF, whose own match comes next).
+JPEG_MARKER = re.compile(rb"\xff[^\x00\xd0-\xd7\xff]")
+
+
+def jpeg_scans(data: bytes) -> int:
+    """The scans from the first start-of-scan marker to the end-of-image marker (libjpeg reads
+    nothing after it), marker by marker: a segment with a length (a scan's header, tables,
+    APPn, comments) is passed by its length, any other marker by its two bytes, and the data
+    after each is searched for the next marker. BadImage past MAX_JPEG_SCANS; bytes that end
+    first (a truncated file) end the count, not the image."""
+    i, scans = _jpeg_header(data)[2], 0
+    for _ in range(MAX_STEPS):
+        if i + 1 >= len(data) or data[i + 1] == 0xD9:
+            return scans
+        marker, i = data[i + 1], i + 2
+        if marker == 0xDA:
+            scans += 1
+            if scans > MAX_JPEG_SCANS:
+                raise BadImage(f"a JPEG of more than {MAX_JPEG_SCANS} scans")
+        if marker == 0xDA or marker in JPEG_SEGMENTS:
+            i += int.from_bytes(data[i:i + 2], "big")
+        found = JPEG_MARKER.search(data, i)
+        if found is None:
+            return scans
+        i = found.start()
+    raise BadImage(f"a JPEG of more than {MAX_STEPS} segments")

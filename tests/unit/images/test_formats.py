@@ -237,5 +237,95 @@ class TestWalkCost(unittest.TestCase):
                                many, 20 * MB, 10_000)
 
 
+DQT = b"\xff\xdb\x00\x43\x00" + bytes(range(1, 65))
+SOS = bytes.fromhex("ffda0008010100003f00")  # one component, coefficients 0-63
+# Entropy-coded bytes: a stuffed 0xFF (FF 00) before a 0xDA byte, every restart marker, and
+# fill bytes before one: none of them is a marker that ends the scan.
+ENTROPY = (b"\x12\xff\x00\xda\x34" + b"".join(bytes([0xFF, 0xD0 + n, n]) for n in range(8))
+           + b"\xff\xff\xd0\x56\xff\x00\x78")
+
+
+def segment(marker: int, body: bytes) -> bytes:
+    return bytes([0xFF, marker]) + struct.pack(">H", len(body) + 2) + body
+
+
+def dht(symbols: bytes) -> bytes:
+    """A DC Huffman table 0 whose codes are all 8 bits long, one per symbol."""
+    return segment(0xC4, b"\x00" + bytes(7) + bytes([len(symbols)]) + bytes(8) + symbols)
+
+
+def scans(count: int, frame: int = 0xC2, between: bytes = b"", end: bytes = b"\xff\xd9") -> bytes:
+    """SOI, tables and a 16x8 frame header, then `count` scans (SOS, its header, ENTROPY), with
+    `between` before each scan but the first, then `end`."""
+    return (b"\xff\xd8" + DQT + sof(8, 16, frame) + dht(b"\x00\x01")
+            + between.join([SOS + ENTROPY] * count) + end)
+
+
+class TestJpegScans(unittest.TestCase):
+    """Pillow's decoder (libjpeg) makes a pass over the image for every scan: a progressive
+    JPEG of thousands of tiny scans is a small file that costs seconds of CPU to load. The
+    scans are counted to the end-of-image marker, and more than MAX_JPEG_SCANS are refused."""
+    LIMIT = images.MAX_JPEG_SCANS
+
+    def test_baseline_and_progressive_files_pass(self):
+        for data, count in ((scans(1, frame=0xC0), 1), (scans(10), 10), (PROGRESSIVE_JPEG, 10),
+                            (b"\xff\xd8" + sof(1, 1) + SCAN, 1)):
+            with self.subTest(count=count, size=len(data)):
+                self.assertEqual(images.jpeg_scans(data), count)
+                self.assertEqual(images.from_bytes(data, MB, 10_000).format, "jpeg")
+
+    def test_more_than_the_limit_is_refused(self):
+        self.assertGreaterEqual(self.LIMIT, 18)  # libjpeg's progressive script for CMYK
+        self.assertEqual(images.jpeg_scans(scans(self.LIMIT)), self.LIMIT)
+        self.assertEqual(images.from_bytes(scans(self.LIMIT), MB, 10_000).width, 16)
+        with self.assertRaisesRegex(images.BadImage, f"^a JPEG of more than {self.LIMIT} scans$"):
+            images.from_bytes(scans(self.LIMIT + 1), MB, 10_000)
+        self.assertRaisesRegex(images.BadImage, "more than .* scans", images.from_bytes,
+                               scans(5000, frame=0xC0), MB, 10_000)
+
+    def test_stuffed_bytes_and_restart_markers_are_not_scans(self):
+        """Nor steps of the walk: a scan of 320,000 restart markers (more than MAX_STEPS)."""
+        data = scans(2)[:-2] + ENTROPY * 40_000 + b"\xff\xd9"  # the last scan's data, long
+        self.assertEqual(images.jpeg_scans(data), 2)
+        self.assertEqual(images.jpeg_scans(scans(self.LIMIT)), self.LIMIT)  # each has 8 RSTs
+
+    def test_fill_bytes_before_a_scan_marker_are_passed(self):
+        self.assertEqual(images.jpeg_scans(scans(3, between=b"\xff\xff\xff")), 3)
+        with self.assertRaisesRegex(images.BadImage, "more than .* scans"):
+            images.from_bytes(scans(self.LIMIT + 1, between=b"\xff"), MB, 10_000)
+
+    def test_a_segment_between_scans_is_passed_by_its_length(self):
+        """A table's or comment's payload holding FF DA is not a scan (libjpeg reads the
+        length and the payload as the segment's)."""
+        fake = SOS + ENTROPY
+        for between in (dht(b"\xff\xda" * 8), segment(0xFE, fake * (self.LIMIT + 1)),
+                        segment(0xE1, fake * 3) + segment(0xDB, DQT[4:]) + dht(b"\xda\xff")):
+            with self.subTest(between[:2].hex()):
+                data = scans(3, between=between)
+                self.assertEqual(images.jpeg_scans(data), 3)
+                self.assertEqual(images.from_bytes(data, MB, 10_000).height, 8)
+
+    def test_a_file_cut_after_its_scans_is_counted_as_far_as_it_goes(self):
+        """No end-of-image marker: the scans there are counted and the scan rule does not
+        refuse it (completeness is judged apart); cut past the limit, it is refused."""
+        whole, last = scans(10), len(SOS + ENTROPY) + 2
+        for cut, count in ((whole[:-2], 10), (whole[:-7], 10), (whole[:-last + 5], 10),
+                           (whole[:-last + 1], 9), (whole[:-last], 9)):
+            with self.subTest(len(cut)):
+                self.assertEqual(images.jpeg_scans(cut), count)
+        self.assertEqual(images.jpeg_scans(scans(self.LIMIT, end=b"")), self.LIMIT)
+        self.assertRaisesRegex(images.BadImage, "more than .* scans", images.from_bytes,
+                               scans(self.LIMIT + 1, end=b"")[:-3], MB, 10_000)
+
+    def test_nothing_after_the_end_of_image_marker_is_counted(self):
+        """libjpeg stops at EOI (an MPO's second image follows it)."""
+        data = scans(2) + scans(self.LIMIT + 1)[2:]
+        self.assertEqual(images.jpeg_scans(data), 2)
+
+    def test_a_jpeg_of_many_markers_after_its_scan_is_refused(self):
+        many = scans(1, end=b"\xff\x01" * (1 << 19) + b"\xff\xd9")
+        self.assertRaisesRegex(images.BadImage, "more than .* segments", images.jpeg_scans, many)
+
+
 if __name__ == "__main__":
     unittest.main()
