@@ -48,6 +48,12 @@ def steady_usage(doc):
     return doc
 
 
+def steady_text(reply) -> str:
+    """A (status, document) reply as canonical JSON, without what vLLM varies."""
+    status, doc = reply
+    return json.dumps([status, steady_usage(doc)], sort_keys=True)
+
+
 def differences(stored, fresh) -> list[str]:
     """What differs between two tapes (Tape objects) of one corpus, one line each ([]: none)."""
     out = []
@@ -66,15 +72,13 @@ def differences(stored, fresh) -> list[str]:
             out.append(f"{path} {k[:12]}: called {len(new)} times, {len(old)} on the tape")
             continue
         # identical requests' replies may come back in another order: compared as a multiset
-        canon = sorted(json.dumps([s, steady_usage(d)], sort_keys=True) for s, d in old)
-        if canon != sorted(json.dumps([s, steady_usage(d)], sort_keys=True) for s, d in new):
+        if sorted(map(steady_text, old)) != sorted(map(steady_text, new)):
             out.append(f"{path} {k[:12]}: another reply than the tape's ({first_change(old, new)})")
     return out
 
 
 def first_change(old: list, new: list) -> str:
     """Where the first of two replies lists first differs, briefly."""
-    a, b = json.dumps(steady_usage(old[0][1]), sort_keys=True), \
-        json.dumps(steady_usage(new[0][1]), sort_keys=True)
+    a, b = steady_text(old[0]), steady_text(new[0])
     at = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
     return f"tape …{a[max(0, at - 40):at + 40]}… now …{b[max(0, at - 40):at + 40]}…"
