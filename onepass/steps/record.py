@@ -13,7 +13,7 @@ from email.message import Message
 from types import ModuleType
 from typing import TYPE_CHECKING, Callable
 
-from ..decision_model import Decision, Outcome, Page, Spent
+from ..decision_model import Decision, Outcome, Page, Read, ReadResult, Spent
 
 if TYPE_CHECKING:  # the types only: these modules import the steps' neighbours at run time
     from ..api import Limits, Request
@@ -22,8 +22,9 @@ if TYPE_CHECKING:  # the types only: these modules import the steps' neighbours 
     from ..config import Settings
     from ..edge.body_budget import Hold
     from ..images.inputs import Policy
-    from ..kinds.base import Job
+    from ..kinds.base import Job, Plan
     from ..profile import Profile
+    from ..prompt.fitting import Selection
     from ..work import Budget
     from .engine_calls import EngineCalls
 
@@ -58,22 +59,22 @@ class Record:
     # fit
     job: Job | None = None  # what a kind's plan and combine may look at
     reads: Page | None = None  # what the label reads show: first reads, then the rest
-    position: tuple = ()  # per request question, its first read's index in reads (None: none)
-    parts: tuple = ()  # per request question, the indices of its further reads in reads
-    plans: tuple = ()  # per request question, its kind's Plan
-    fixed: frozenset = frozenset()  # reads that are parts of another answer (never re-read)
+    position: tuple[int | None, ...] = ()  # per request question, its first read's index in reads (None: none)
+    parts: tuple[tuple[int, ...], ...] = ()  # per request question, the indices of its further reads in reads
+    plans: tuple[Plan, ...] = ()  # per request question, its kind's Plan
+    fixed: frozenset[int] = frozenset()  # reads that are parts of another answer (never re-read)
     budget: Budget | None = None  # the request's calls of the model
     known: int | None = None  # the two-way budget the reads were fitted to (None: the context)
-    fitted: tuple = ()  # decision_model.Read per label read, fitted
-    selections: tuple = ()  # prompt.fitting.Selection per state cut to fit
+    fitted: tuple[Read, ...] = ()  # per label read, fitted
+    selections: tuple[Selection, ...] = ()  # per state cut to fit
     # read
-    results: tuple = ()  # decision_model.ReadResult per fitted read
+    results: tuple[ReadResult, ...] = ()  # per fitted read
     # readout
-    probs: tuple = ()  # per read, its question's option probabilities
+    probs: tuple[list[float], ...] = ()  # per question of reads, its option probabilities
     # reread (think and generate replace it)
     outcome: Outcome | None = None
     # think
-    starts: dict = field(default_factory=dict)  # {request index: answer-turn start} of thoughts
+    starts: dict[int, str] = field(default_factory=dict)  # {request index: answer-turn start} of thoughts
     spent: Spent | None = None  # what the thinking step did (None: it did not run)
     # render
     response: dict | None = None  # the response document
