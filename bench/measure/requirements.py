@@ -31,8 +31,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "bench" / "measure"))
+sys.path[:0] = [str(ROOT), str(ROOT / "bench" / "measure")]
 import stack_memory  # noqa: E402
+from tests.support.tape_compare import machine  # noqa: E402
 
 PHASE = re.compile(r"^serve\.sh: (setup|verify|start vLLM|start shim|warm-up): done.* in "
                    r"([\d.]+) s")
@@ -114,7 +115,7 @@ def main(argv=None) -> int:
     models = sorted(p.name for p in (cache / "models").glob("*")) if (cache / "models").exists() \
         else []
     result = {"profile": args.profile, "cpu": args.cpu, "cold": args.cold,
-              "flags": stack_memory_flags(), "ready_s": ready, "phases_s": phases,
+              "flags": kernel_flags(), "ready_s": ready, "phases_s": phases,
               "smoke_ok": ran.returncode == 0, "memory": held,
               "pss_total_mib": sum(m["pss_mib"] for m in held.values()),
               "disk_gb": {"venv": round(du_bytes(venv) / 1e9, 2),
@@ -126,10 +127,8 @@ def main(argv=None) -> int:
     return 0 if ran.returncode == 0 else 1
 
 
-def stack_memory_flags() -> list:
-    """The CPU's kernel flags (as tapes record them: tests/support/tape_compare.py)."""
-    sys.path.insert(0, str(ROOT))
-    from tests.support.tape_compare import machine
+def kernel_flags() -> list:
+    """The CPU's flags that pick vLLM's and torch's kernels (as a tape records them)."""
     return machine("")["isa"]
 
 
