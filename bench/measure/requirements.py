@@ -15,7 +15,8 @@ jevbench for a text profile, imagejevbench-box for a vision one) and then the st
 is read from /proc (bench/measure/stack_memory.py's PSS, summed over vLLM's and the shim's
 process trees, and their RSS peaks). serve.sh is then stopped (SIGTERM) and the fresh folder
 removed unless --keep (disk is measured on a --cold run only: the fresh folder holds this
-profile's venv and builds alone). Prints serve.sh's phase lines as they come and one JSON line at the end.
+profile's venv and builds alone). Prints serve.sh's phase lines as they come and one JSON line
+at the end.
 """
 import argparse
 import json
@@ -23,7 +24,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -33,18 +33,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT), str(ROOT / "bench" / "measure")]
 import stack_memory  # noqa: E402
+from tests.support.live_stack import free_port  # noqa: E402
 from tests.support.tape_compare import machine  # noqa: E402
 
 PHASE = re.compile(r"^serve\.sh: (setup|verify|start vLLM|start shim|warm-up): done.* in "
                    r"([\d.]+) s")
 PID = re.compile(r"^serve\.sh: start (vLLM|shim): done \(pid (\d+)")
 VISION = {"idefics3-tiny", "idefics3-grounding", "idefics3-grounding-yxyx"}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def du_bytes(path: Path) -> int:
@@ -56,11 +51,8 @@ def memory(pids: dict) -> dict:
     """MiB per process tree: PSS now, RSS peaks summed (stack_memory.py's reading)."""
     out = {}
     for name, pid in pids.items():
-        tree = stack_memory.tree(pid)
-        out[name] = {"pss_mib": round(sum(stack_memory.status_kib(p, "Pss", "smaps_rollup")
-                                          for p in tree) / 1024),
-                     "rss_peaks_mib": round(sum(stack_memory.status_kib(p, "VmHWM")
-                                                for p in tree) / 1024)}
+        _, pss, _, peak = stack_memory.held_kib(pid) or (0, 0, 0, 0)
+        out[name] = {"pss_mib": round(pss / 1024), "rss_peaks_mib": round(peak / 1024)}
     return out
 
 
@@ -112,10 +104,10 @@ def main(argv=None) -> int:
     finally:
         os.killpg(serve.pid, signal.SIGTERM)
         serve.wait(120)
-    models = sorted(p.name for p in (cache / "models").glob("*")) if (cache / "models").exists() \
-        else []
+    models = sorted(p.name for p in (cache / "models").glob("*"))  # none: no such folder
     result = {"profile": args.profile, "cpu": args.cpu, "cold": args.cold,
-              "flags": kernel_flags(), "ready_s": ready, "phases_s": phases,
+              "flags": machine("")["isa"],  # the CPU flags that pick the kernels
+              "ready_s": ready, "phases_s": phases,
               "smoke_ok": ran.returncode == 0, "memory": held,
               "pss_total_mib": sum(m["pss_mib"] for m in held.values()),
               "disk_gb": {"venv": round(du_bytes(venv) / 1e9, 2),
@@ -125,11 +117,6 @@ def main(argv=None) -> int:
     if not args.keep:
         shutil.rmtree(fresh, ignore_errors=True)
     return 0 if ran.returncode == 0 else 1
-
-
-def kernel_flags() -> list:
-    """The CPU's flags that pick vLLM's and torch's kernels (as a tape records them)."""
-    return machine("")["isa"]
 
 
 if __name__ == "__main__":

@@ -43,6 +43,16 @@ def status_kib(pid: int, field: str, name: str = "status") -> int:
     return 0
 
 
+def held_kib(pid: int) -> tuple[int, int, int, int] | None:
+    """(processes, PSS now, RSS now, RSS peaks summed) in KiB of a process and everything
+    below it; None when there is no such process."""
+    pids = tree(pid)
+    if not pids:
+        return None
+    return (len(pids), sum(status_kib(p, "Pss", "smaps_rollup") for p in pids),
+            sum(status_kib(p, "VmRSS") for p in pids), sum(status_kib(p, "VmHWM") for p in pids))
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--label", action="append", default=[], metavar="NAME=PID",
@@ -51,15 +61,13 @@ def main(argv=None) -> int:
     total_pss = total_now = total_peak = 0
     for item in args.label:
         name, _, pid = item.partition("=")
-        pids = tree(int(pid))
-        if not pids:
+        held = held_kib(int(pid))
+        if held is None:
             print(f"{name}: no process {pid}", file=sys.stderr)
             return 1
-        pss = sum(status_kib(p, "Pss", "smaps_rollup") for p in pids)
-        now = sum(status_kib(p, "VmRSS") for p in pids)
-        peak = sum(status_kib(p, "VmHWM") for p in pids)
+        processes, pss, now, peak = held
         total_pss, total_now, total_peak = total_pss + pss, total_now + now, total_peak + peak
-        print(f"{name}: {len(pids)} processes, PSS {pss / 1024:,.0f} MiB now, RSS "
+        print(f"{name}: {processes} processes, PSS {pss / 1024:,.0f} MiB now, RSS "
               f"{now / 1024:,.0f} MiB now, RSS peaks summed {peak / 1024:,.0f} MiB")
     print(f"total: PSS {total_pss / 1024:,.0f} MiB now, RSS {total_now / 1024:,.0f} MiB now, "
           f"RSS peaks summed {total_peak / 1024:,.0f} MiB")
