@@ -59,8 +59,9 @@ class Record:
     # fit
     job: Job | None = None  # what a kind's plan and combine may look at
     reads: Page | None = None  # what the label reads show: first reads, then the rest
-    position: tuple[int | None, ...] = ()  # per request question, its first read's index in reads (None: none)
-    parts: tuple[tuple[int, ...], ...] = ()  # per request question, the indices of its further reads in reads
+    # per request question, its first read's index in reads (None: none)
+    position: tuple[int | None, ...] = ()
+    parts: tuple[tuple[int, ...], ...] = ()  # per request question, its further reads' indices
     plans: tuple[Plan, ...] = ()  # per request question, its kind's Plan
     fixed: frozenset[int] = frozenset()  # reads that are parts of another answer (never re-read)
     budget: Budget | None = None  # the request's calls of the model
@@ -74,7 +75,8 @@ class Record:
     # reread (think and generate replace it)
     outcome: Outcome | None = None
     # think
-    starts: dict[int, str] = field(default_factory=dict)  # {request index: answer-turn start} of thoughts
+    # {request index: answer-turn start} of thoughts
+    starts: dict[int, str] = field(default_factory=dict)
     spent: Spent | None = None  # what the thinking step did (None: it did not run)
     # render
     response: dict | None = None  # the response document
