@@ -17,8 +17,9 @@ import json
 from dataclasses import MISSING, dataclass, field, fields, make_dataclass
 from pathlib import Path
 
-from . import kinds, reasoning
+from . import kinds, reasoning, tokenizer_contract
 from .kinds.base import finite
+from .tokenizer_contract import Floor
 
 
 class ConfigError(Exception):
@@ -117,6 +118,7 @@ class Profile:
     # needs a measurement in provenance); serve.sh runs it in fp32 otherwise
     specials: tuple[str, ...] = ()  # client text never carries these as such: the tokenizer
     # contract's specials, and the guard adds the served added tokens (backend/added_tokens.py)
+    token_floor: Floor | None = None  # the contract's: the fewest tokens a text can be
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -137,12 +139,16 @@ def load_profile(path: str, name: str) -> tuple[str, Profile]:
     raw = dict(doc["profiles"][name])
     label_keys = kinds.label_keys()
     wanted = {f.name for f in fields(Profile) if f.default is MISSING} - {"labels"}
-    optional = {f.name for f in fields(Profile)} - wanted - {"labels", "specials"}
+    optional = {f.name for f in fields(Profile)} - wanted - {"labels", "specials", "token_floor"}
     raw.pop("comment", None)
     _check_keys({k: v for k, v in raw.items() if k not in optional}, wanted | set(label_keys),
                 f"{path} profile {name!r}")
     raw["labels"] = {kind: tuple(expand_labels(raw.pop(key))) for key, kind in label_keys.items()}
-    raw["specials"] = contract_specials(raw["tokenizer_contract"], f"{path} profile {name!r}")
+    try:
+        raw["specials"], raw["token_floor"] = tokenizer_contract.read(raw["tokenizer_contract"],
+                                                                      ROOT)
+    except ValueError as e:
+        raise ConfigError(f"{path} profile {name!r}: {e}") from None
     try:
         raw["layout"] = Layout(**raw["layout"])
         raw["calibration"] = Calibration(**raw["calibration"])
@@ -156,25 +162,6 @@ def load_profile(path: str, name: str) -> tuple[str, Profile]:
         raise ConfigError(f"{path} profile {name!r}: {e}") from None
     _check_profile(profile, f"{path} profile {name!r}")
     return name, profile
-
-
-def contract_specials(contract, where: str) -> tuple[str, ...]:
-    """The special tokens a tokenizer contract lists (tools/models/tokenizer_contract.py writes
-    every one the tokenizer has); () without a contract."""
-    if contract is None:
-        return ()
-    if not isinstance(contract, str):
-        raise ConfigError(f"{where}: tokenizer_contract must be a path under tokenizer/ or null")
-    try:
-        doc = json.loads((ROOT / contract).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
-        raise ConfigError(f"{where}: cannot read its tokenizer contract: {e}") from None
-    specials = doc.get("specials") if isinstance(doc, dict) else None
-    if not (isinstance(specials, dict) and specials and all(
-            isinstance(s, str) and type(i) is int for s, i in specials.items())):
-        raise ConfigError(f"{where}: {contract} lists no special tokens (text -> id); write it "
-                          "again with tools/models/tokenizer_contract.py")
-    return tuple(specials)
 
 
 def expand_labels(specs) -> list[str]:

@@ -1,10 +1,12 @@
 """Long inputs: fit each question's prompt into the context by choosing what of the state it reads.
 
 Owns: the length check (a prompt no longer in UTF-8 bytes than the budget fits, since a token
-covers at least one byte; longer ones are estimated from the state counted once, and counted
-exactly only near the budget), choosing the state's parts (state_parts.py) per question by BM25
-against the question and its options, or head and tail, in original order until the prompt
-fits, shortening a question that does not fit even with no state, and the request's read count;
+covers at least one byte; one longer than the budget even at the fewest tokens its state's bytes
+can be, tokenizer_contract.Floor, is cut without counting the whole state first; the others are
+estimated from the state counted once, and counted exactly only near the budget), choosing the
+state's parts (state_parts.py) per question by BM25 against the question and its options, or
+head and tail, in original order until the prompt fits, shortening (shorten.py) a question that
+does not fit even with no state, and the request's read count;
 the cost of all that bounded per request: the state split, counted and indexed once, a
 question's ranking by the postings of its terms, the scan stopped once nothing more fits, every
 question's prompts of a round counted together, and the work told to the meter (the request's
@@ -17,14 +19,15 @@ question's own state) and a Selection per question that was cut.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from .bm25 import BM25, terms
-from ..decision_model import Option, Page, Question, Read
+from ..decision_model import Page, Question, Read
 from ..errors import PayloadTooLarge
 from .layout import MAX_STATE_BYTES, state_too_large
 from .layout import frames as layout_frames
 from ..profile import STATE_SELECTIONS
+from .shorten import shorten
 from .state_parts import GAP, render, split
 
 BM25_METHOD, HEAD_TAIL = STATE_SELECTIONS
@@ -55,7 +58,7 @@ def fit(page: Page, profile, labels, count, budget: int, meter=None) -> tuple[li
     frames = layout_frames(page, profile, labels, _once(count))
     if not frames:
         return [], []
-    whole = Whole(page.state, frames[0])
+    whole = Whole(page.state, frames[0], profile.token_floor)
     if any(frame.cost_bytes(whole.bytes) > budget for frame in frames):  # long: counted
         frames[0].count([r.prompt for frame in frames for r in frame.bare])  # in one go
     reads, tokens, pending = [None] * len(frames), [None] * len(frames), []
@@ -64,7 +67,11 @@ def fit(page: Page, profile, labels, count, budget: int, meter=None) -> tuple[li
             reads[frame.i] = frame.render(whole.text)
             tokens[frame.i] = [len(r.prompt.encode()) for r in reads[frame.i]]  # a bound
             continue
-        total, slack = frame.cost(whole.tokens), SEAM_TOKENS * frame.repeat
+        slack = SEAM_TOKENS * frame.repeat
+        if frame.cost(whole.least) - slack > budget:  # too long by its bytes: priced before
+            pending.append((frame, None))  # the state is counted (its total when it is cut)
+            continue
+        total = frame.cost(whole.tokens)
         if total - slack <= budget:
             mine = frame.render(whole.text)
             if total + slack > budget:  # too close to call from the estimate: count exactly
@@ -103,15 +110,23 @@ class Whole:
     as one text); and, once a question must be cut, its parts, their tokens, a BM25 index and
     the lowest cost per block of parts (what a scan may skip)."""
 
-    def __init__(self, state, frame):
-        self.state, self.count = state, frame.count
+    def __init__(self, state, frame, floor=None):
+        self.state, self.count, self.token_floor = state, frame.count, floor
         self.compact = frame.opts.compact_json
         self.text, self.shown = frame.state_text, frame.shown_state
         self.bytes = len(self.shown.encode())
         if self.bytes > MAX_STATE_BYTES:
             raise state_too_large(self.bytes)
-        self._tokens = self._parts = self._alternate = None
+        self._tokens = self._parts = self._alternate = self._least = None
         self.chosen: dict = {}  # (ranking key, room) -> the parts kept: questions alike share
+
+    @property
+    def least(self) -> int:
+        """The fewest tokens the state can be, from its bytes (0 without the tokenizer's
+        floor: tokenizer_contract.py)."""
+        if self._least is None:
+            self._least = self.token_floor.tokens(self.shown) if self.token_floor else 0
+        return self._least
 
     @property
     def tokens(self) -> int:
@@ -158,10 +173,11 @@ class _Cut:
     """A question being cut: its frame (shortened when it did not fit even with no state),
     its ranking and the room its state has this round."""
 
-    def __init__(self, frame, total: int, budget: int, whole: Whole, meter):
+    def __init__(self, frame, total: int | None, budget: int, whole: Whole, meter):
+        total = frame.cost(whole.tokens) if total is None else total
         self.total, self.method = total, frame.opts.state_selection
         if frame.longest(frame.bare) > budget:  # even with no state: shorten instructions,
-            q = _shorten(frame.q, lambda cand: frame.with_question(cand).longest(  # then
+            q = shorten(frame.q, lambda cand: frame.with_question(cand).longest(  # then
                 frame.with_question(cand).bare) <= budget, QUESTION_CHARS_PER_TOKEN * budget)
             self.method += "+question_shortened"  # descriptions
             frame = frame.with_question(q)
@@ -271,28 +287,3 @@ def _choose(whole: Whole, ranking: Ranking, room: int) -> set[int]:
             take(j)
     whole.chosen[memo] = kept
     return kept
-
-
-# -- a question too long on its own --------------------------------------------------------
-def _shorten(q: Question, fits, max_chars: int) -> Question:
-    """Halve the instructions, then every option description, until `fits`; option keys, their
-    order and the answer labels stay. Returns the shortest tried if nothing fits. Texts longer
-    than max_chars are cut to it first, so the counting is bounded by the budget."""
-    q = replace(q, options=tuple(Option(o.key, o.text[:max_chars] + " " + GAP)
-                                 if o.text and len(o.text) > max_chars else o for o in q.options))
-    text = (q.instructions or "")[:max_chars]
-    while text and not fits(replace(q, instructions=text + " " + GAP)):
-        text = text[:len(text) // 2]
-    q = replace(q, instructions=(text + " " + GAP) if text else None) \
-        if text != (q.instructions or "") else q
-    if fits(q):
-        return q
-    limit = max((len(o.text or "") for o in q.options), default=0)
-    while limit:
-        limit //= 2
-        cut = tuple(Option(o.key, None if not o.text else
-                           (o.text if len(o.text) <= limit else o.text[:limit] + " " + GAP)
-                           if limit else None) for o in q.options)
-        if fits(replace(q, options=cut)):
-            return replace(q, options=cut)
-    return replace(q, options=tuple(Option(o.key, None) for o in q.options))

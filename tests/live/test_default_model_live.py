@@ -94,6 +94,22 @@ def test_the_default_passed_its_start_up_probes(default_stack):
         assert abs(read["bidirectional"] - read["causal"]) > probe["tolerance"], read
 
 
+def test_the_contract_floor_holds_for_the_default_tokenizer(default_stack):
+    """Qwen2.5's contract (max_token_bytes 128 after NFC): no text of floor_texts counts fewer
+    tokens through the default's vLLM than the floor fitting prices long states by."""
+    from onepass import config
+    from onepass.backend.engine import Engine
+    from tests.support.floor_texts import under_floor
+    _, profile = config.load_profile(str(ROOT / "serve_config.json"), "")
+    engine = Engine(default_stack.vllm_url, profile.served_model_name, timeout_s=120,
+                    num_connections=2, key=default_stack.vllm_key)
+    try:
+        assert profile.token_floor is not None
+        assert under_floor(engine.ids, profile.token_floor) == []
+    finally:
+        engine.close()
+
+
 def test_the_same_request_gets_the_same_answer_beside_another(default_stack):
     """The README request alone, then while a longer request of another shape is read: the
     same bytes (the default's int8 layers keep the batch-invariant schedule)."""

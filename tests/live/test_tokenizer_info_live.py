@@ -58,3 +58,13 @@ def test_a_token_known_only_from_the_route_is_neutralised(served):
                 for read in layout(decision, p, labels)]
     assert all(SPECIALS[ONLY_SERVED] not in found for found in ids(proved))
     assert all(SPECIALS[ONLY_SERVED] in found for found in ids(bare))  # the gap it closes
+
+
+def test_the_contract_floor_holds_for_the_served_tokenizer(served):
+    """SmolLM2's contract says no token covers more than max_token_bytes bytes: no text of
+    floor_texts counts fewer tokens through vLLM's /tokenize than the floor (fitting prices a
+    long state from it without counting)."""
+    from tests.support.floor_texts import under_floor
+    profile, engine = served
+    assert profile.token_floor is not None
+    assert under_floor(engine.ids, profile.token_floor) == []

@@ -15,6 +15,7 @@ from onepass.errors import InvalidRequest
 from onepass.pipeline import Pipeline
 from onepass.steps import fit
 from onepass.steps.record import Record
+from onepass.tokenizer_contract import Floor
 from tests.support.build_decision import decision, resolved
 from tests.support.kind_names import NOUL
 from tests.support.unit_profile import LABELS, PROFILE
@@ -24,12 +25,12 @@ YES = (Option("true", None), Option("false", None))
 TICKET = " ".join(f"The customer wrote line {i} about the order and its refund." for i in range(60))
 
 
-def pipeline(max_prompt_tokens: int, context: int = 100_000) -> Pipeline:
+def pipeline(max_prompt_tokens: int, context: int = 100_000, profile=PROFILE) -> Pipeline:
     settings = config.load(["--port", "0", "--max-prompt-tokens", str(max_prompt_tokens)],
                            environ={})
     pipe = Pipeline(settings, CountingEngine(), None, Facts(LABELS, context, False, ""))
-    pipe.serving.calls.profile = PROFILE
-    pipe.serving = replace(pipe.serving, profile=PROFILE)
+    pipe.serving.calls.profile = profile
+    pipe.serving = replace(pipe.serving, profile=profile)
     return pipe
 
 
@@ -79,6 +80,25 @@ class TestTokenBudget(unittest.TestCase):
         r = fitted(pipeline(1 << 30, context=2000), questions(20, long))
         self.assertEqual(len(r.selections), 20)  # cut within a budget that holds them
         self.assertGreater(r.budget.work, 0)
+
+    def test_a_state_long_by_its_bytes_is_refused_before_it_is_counted(self):
+        """With the tokenizer's floor (its contract's max_token_bytes: CountingEngine's token
+        is 4 bytes, so 8 bounds it) the state's bytes prove that every question must be cut:
+        the request is priced and refused without the state sent to /tokenize. Without the
+        floor the state is counted first. Within the limit the floor changes no read."""
+        long = "\n\n".join(f"Paragraph {i} says the order {i} shipped late." for i in range(3000))
+        floored = replace(PROFILE, token_floor=Floor(8, None))
+        for profile, counted in ((floored, False), (PROFILE, True)):
+            pipe, texts = pipeline(50 * 2000, 2000, profile), []
+            count = pipe.engine.count
+            pipe.engine.count = lambda batch, *a, **k: texts.extend(batch) or count(batch)
+            with self.assertRaises(InvalidRequest):
+                fitted(pipe, questions(200, long))
+            self.assertEqual(any("Paragraph 2999 " in t for t in texts), counted, profile.token_floor)
+        cut = [fitted(pipeline(1 << 30, 2000, p), questions(20, long)) for p in (floored, PROFILE)]
+        self.assertEqual(*[[(r.prompt, r.label_token_ids) for r in c.fitted] for c in cut])
+        self.assertEqual(*[c.selections for c in cut])
+        self.assertEqual(len(cut[0].selections), 20)
 
     def test_tokenize_calls_and_fitting_work_are_priced(self):
         budget = work.Budget(10, work.Calls(1, 0, 0, 0), 1000)

@@ -13,6 +13,10 @@ non-Latin text, emoji, JSON, whitespace runs, the labels, and a chat-template ma
 itself so that none is missed: the shim neutralises each of them in client text
 (onepass/prompt/neutral.py) and checks them at start-up. Added tokens not marked special (Gemma's
 HTML tags and newline runs, Qwen's <tool_call>) are ordinary text the model was trained on.
+`max_token_bytes` and `normalizer` let the shim bound a text's tokens from its bytes
+(onepass/tokenizer_contract.py): the most bytes of normalized text one token covers, over the
+whole vocabulary and the added tokens, and the normal form the tokenizer applies first. Both
+are null when the tokenizer's normalizer is one Python cannot apply.
 """
 from __future__ import annotations
 
@@ -27,6 +31,25 @@ TEMPLATE = ROOT / "tokenizer" / "smollm2-135m-instruct.json"
 def specials(tok) -> dict:
     """Every added token marked special, text -> id, in id order."""
     return {t.content: i for i, t in sorted(tok.added_tokens_decoder.items()) if t.special}
+
+
+NORMAL_FORMS = ("NFC", "NFKC", "NFD", "NFKD")
+
+
+def token_bytes(tok) -> tuple[int | None, str | None]:
+    """(the most UTF-8 bytes one token covers, the normal form applied before it), or (None,
+    None) when the normalizer is not a plain normal form. A byte-level vocabulary spells each
+    byte as one character, so a token covers as many bytes as it has characters; any other
+    vocabulary is counted by its entries' own UTF-8 bytes, at least what they cover (its space
+    mark is three bytes for one, its byte-fallback entries six for one)."""
+    doc = json.loads(tok.backend_tokenizer.to_str())
+    form = (doc.get("normalizer") or {}).get("type")
+    if form is not None and form not in NORMAL_FORMS:
+        return None, None
+    byte_level = "ByteLevel" in json.dumps(doc.get("pre_tokenizer"))
+    vocab = max((len(t) if byte_level else len(t.encode()) for t in tok.get_vocab()), default=1)
+    added = max((len(t.content.encode()) for t in tok.added_tokens_decoder.values()), default=1)
+    return max(vocab, added), form
 
 
 def main(argv=None) -> int:
@@ -45,9 +68,11 @@ def main(argv=None) -> int:
                       "through vLLM's /tokenize.",
            "probes": [{"text": t, "ids": tok.encode(t, add_special_tokens=False)} for t in texts],
            "specials": specials(tok)}
+    doc["max_token_bytes"], doc["normalizer"] = token_bytes(tok)
     Path(args.out).write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n",
                               encoding="utf-8")
-    print(f"wrote {args.out}: {len(texts)} probes, {len(doc['specials'])} special tokens")
+    print(f"wrote {args.out}: {len(texts)} probes, {len(doc['specials'])} special tokens, "
+          f"max_token_bytes {doc['max_token_bytes']}, normalizer {doc['normalizer']}")
     return 0
 
 
