@@ -8,10 +8,13 @@ so the figures here are the served tokenizer's once the shim serves).
 
 Why a floor: a state of hundreds of kilobytes takes vLLM's one API process a quarter of a second
 per /tokenize call; when its bytes alone prove it longer than a read's budget, the request is
-priced and refused before that call (prompt/fitting.py). A token covers at most
-`max_token_bytes` bytes of the text as the tokenizer's normalizer leaves it, so a text is at
-least ceil(bytes / max_token_bytes) tokens. Python's unicodedata applies the same normal form;
-its Unicode version may trail the tokenizer's, which matters only for characters newer than it.
+priced and refused before that call (prompt/fitting.py). The bound: a token covers at most
+`max_token_bytes` bytes of the text as the tokenizer's normal form leaves it, and one that covers
+an ASCII letter or digit at most `max_alnum_token_bytes` (the longest runs are of spaces and
+punctuation; words are far shorter). Every such letter or digit lies in such a token, so the
+text is at least that many of them, and the bytes they cannot cover need tokens of their own.
+Python's unicodedata applies the normal form; its Unicode version may trail the tokenizer's,
+which matters only for characters newer than it.
 """
 from __future__ import annotations
 
@@ -23,16 +26,24 @@ from pathlib import Path
 NORMAL_FORMS = ("NFC", "NFKC", "NFD", "NFKD")  # the normalizers unicodedata can apply
 
 
+ALNUM = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+
 @dataclass(frozen=True)
 class Floor:
     max_token_bytes: int  # the most UTF-8 bytes of normalized text one token covers
+    max_alnum_token_bytes: int  # the same for a token holding an ASCII letter or digit
     normalizer: str | None  # one of NORMAL_FORMS, or None: the tokenizer normalizes nothing
 
     def tokens(self, text: str) -> int:
         """The fewest tokens `text` can be (no special tokens added)."""
         if self.normalizer is not None:
             text = unicodedata.normalize(self.normalizer, text)
-        return -(-len(text.encode("utf-8", "surrogatepass")) // self.max_token_bytes)
+        data = text.encode("utf-8", "surrogatepass")
+        alnum = len(data) - len(data.translate(None, ALNUM))
+        words = -(-alnum // self.max_alnum_token_bytes)
+        rest = max(0, len(data) - words * self.max_alnum_token_bytes)
+        return words + -(-rest // self.max_token_bytes)
 
 
 def read(contract, root: Path) -> tuple[tuple[str, ...], Floor | None]:
@@ -52,10 +63,13 @@ def read(contract, root: Path) -> tuple[tuple[str, ...], Floor | None]:
             isinstance(s, str) and type(i) is int for s, i in specials.items())):
         raise ValueError(f"{contract} lists no special tokens (text -> id); write it "
                           "again with tools/models/tokenizer_contract.py")
-    most, form = doc.get("max_token_bytes"), doc.get("normalizer")
+    most, words = doc.get("max_token_bytes"), doc.get("max_alnum_token_bytes")
+    form = doc.get("normalizer")
     if most is None:
         return tuple(specials), None
-    if type(most) is not int or most < 1 or not (form is None or form in NORMAL_FORMS):
-        raise ValueError(f"{contract}'s max_token_bytes must be a positive integer and "
-                          f"its normalizer one of {', '.join(NORMAL_FORMS)} or null")
-    return tuple(specials), Floor(most, form)
+    if not (type(most) is type(words) is int and 1 <= words <= most) or not (
+            form is None or form in NORMAL_FORMS):
+        raise ValueError(f"{contract}'s max_token_bytes and max_alnum_token_bytes must be "
+                         "positive integers, the second at most the first, and its normalizer "
+                         f"one of {', '.join(NORMAL_FORMS)} or null")
+    return tuple(specials), Floor(most, words, form)

@@ -87,15 +87,15 @@ class TestTokenBudget(unittest.TestCase):
         the request is priced and refused without the state sent to /tokenize. Without the
         floor the state is counted first. Within the limit the floor changes no read."""
         long = "\n\n".join(f"Paragraph {i} says the order {i} shipped late." for i in range(3000))
-        floored = replace(PROFILE, token_floor=Floor(8, None))
-        for profile, counted in ((floored, False), (PROFILE, True)):
+        floored, bare = (replace(PROFILE, token_floor=f) for f in (Floor(8, 8, None), None))
+        for profile, counted in ((floored, False), (bare, True)):
             pipe, texts = pipeline(50 * 2000, 2000, profile), []
             count = pipe.engine.count
             pipe.engine.count = lambda batch, *a, **k: texts.extend(batch) or count(batch)
             with self.assertRaises(InvalidRequest):
                 fitted(pipe, questions(200, long))
             self.assertEqual(any("Paragraph 2999 " in t for t in texts), counted, profile.token_floor)
-        cut = [fitted(pipeline(1 << 30, 2000, p), questions(20, long)) for p in (floored, PROFILE)]
+        cut = [fitted(pipeline(1 << 30, 2000, p), questions(20, long)) for p in (floored, bare)]
         self.assertEqual(*[[(r.prompt, r.label_token_ids) for r in c.fitted] for c in cut])
         self.assertEqual(*[c.selections for c in cut])
         self.assertEqual(len(cut[0].selections), 20)

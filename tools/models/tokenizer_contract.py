@@ -13,15 +13,17 @@ non-Latin text, emoji, JSON, whitespace runs, the labels, and a chat-template ma
 itself so that none is missed: the shim neutralises each of them in client text
 (onepass/prompt/neutral.py) and checks them at start-up. Added tokens not marked special (Gemma's
 HTML tags and newline runs, Qwen's <tool_call>) are ordinary text the model was trained on.
-`max_token_bytes` and `normalizer` let the shim bound a text's tokens from its bytes
-(onepass/tokenizer_contract.py): the most bytes of normalized text one token covers, over the
-whole vocabulary and the added tokens, and the normal form the tokenizer applies first. Both
-are null when the tokenizer's normalizer is one Python cannot apply.
+`max_token_bytes`, `max_alnum_token_bytes` and `normalizer` let the shim bound a text's tokens
+from its bytes (onepass/tokenizer_contract.py): the most bytes of normalized text one token
+covers, over the whole vocabulary and the added tokens; the same over the tokens holding an
+ASCII letter or digit; and the normal form the tokenizer applies first. All are null when the
+tokenizer's normalizer is one Python cannot apply.
 """
 from __future__ import annotations
 
 import argparse
 import json
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -36,20 +38,23 @@ def specials(tok) -> dict:
 NORMAL_FORMS = ("NFC", "NFKC", "NFD", "NFKD")
 
 
-def token_bytes(tok) -> tuple[int | None, str | None]:
-    """(the most UTF-8 bytes one token covers, the normal form applied before it), or (None,
-    None) when the normalizer is not a plain normal form. A byte-level vocabulary spells each
-    byte as one character, so a token covers as many bytes as it has characters; any other
-    vocabulary is counted by its entries' own UTF-8 bytes, at least what they cover (its space
-    mark is three bytes for one, its byte-fallback entries six for one)."""
+def token_bytes(tok) -> tuple[int | None, int | None, str | None]:
+    """(the most UTF-8 bytes one token covers, the most one holding an ASCII letter or digit
+    covers, the normal form applied before them), or (None, None, None) when the normalizer is
+    not a plain normal form. A byte-level vocabulary spells each byte as one character (ASCII
+    letters and digits as themselves), so a token covers as many bytes as it has characters;
+    any other vocabulary is counted by its entries' own UTF-8 bytes, at least what they cover
+    (its space mark is three bytes for one, its byte-fallback entries six for one)."""
     doc = json.loads(tok.backend_tokenizer.to_str())
     form = (doc.get("normalizer") or {}).get("type")
     if form is not None and form not in NORMAL_FORMS:
-        return None, None
+        return None, None, None
     byte_level = "ByteLevel" in json.dumps(doc.get("pre_tokenizer"))
-    vocab = max((len(t) if byte_level else len(t.encode()) for t in tok.get_vocab()), default=1)
-    added = max((len(t.content.encode()) for t in tok.added_tokens_decoder.values()), default=1)
-    return max(vocab, added), form
+    sizes = [(len(t) if byte_level else len(t.encode()), t) for t in tok.get_vocab()]
+    sizes += [(len(t.content.encode()), t.content) for t in tok.added_tokens_decoder.values()]
+    alnum = re.compile(r"[0-9A-Za-z]")
+    return (max(n for n, _ in sizes), max((n for n, t in sizes if alnum.search(t)), default=1),
+            form)
 
 
 def main(argv=None) -> int:
@@ -68,11 +73,12 @@ def main(argv=None) -> int:
                       "through vLLM's /tokenize.",
            "probes": [{"text": t, "ids": tok.encode(t, add_special_tokens=False)} for t in texts],
            "specials": specials(tok)}
-    doc["max_token_bytes"], doc["normalizer"] = token_bytes(tok)
+    doc["max_token_bytes"], doc["max_alnum_token_bytes"], doc["normalizer"] = token_bytes(tok)
     Path(args.out).write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n",
                               encoding="utf-8")
     print(f"wrote {args.out}: {len(texts)} probes, {len(doc['specials'])} special tokens, "
-          f"max_token_bytes {doc['max_token_bytes']}, normalizer {doc['normalizer']}")
+          f"max_token_bytes {doc['max_token_bytes']} ({doc['max_alnum_token_bytes']} with a "
+          f"letter or digit), normalizer {doc['normalizer']}")
     return 0
 
 
