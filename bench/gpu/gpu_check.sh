@@ -16,7 +16,10 @@
 #                  the same request answered the same beside others
 #   7 determinism  bench/measure/determinism.py --requests 20
 #   8 speed        bench/measure/latency.py --n 20, throughput.py --clients 1,4,16
-#   9 listing stack serve.sh on the GPU with a profile that reads listings (ONEPASS_LISTING_PROFILE,
+#   9 hostile      bench/measure/hostile_clients.py --recipes stray,expensive: the recipes where
+#                  requests share the engine (2 CPU cores miss them: an engine step takes
+#                  seconds there, docs/measured.md); FAIL while one is NOT MET
+#  10 listing stack serve.sh on the GPU with a profile that reads listings (ONEPASS_LISTING_PROFILE,
 #                  default the embedded gemma-3-270m): vLLM on CUDA's default V2 runner, where the
 #                  plugin refuses set reads; it must get ready, its log saying option sets are off
 # `bash bench/gpu/gpu_check.sh --plan` prints the steps' commands and runs nothing.
@@ -126,6 +129,14 @@ speed() {
     --vllm "http://127.0.0.1:$VLLM_PORT" --clients 1,4,16 --requests 32 --json "$OUT/speed.json"
 }
 
+hostile() {  # the engine-shared recipes against this stack's vLLM; fails when one is NOT MET
+  local out
+  out=$("$PY" "$ROOT/bench/measure/hostile_clients.py" --vllm "http://127.0.0.1:$VLLM_PORT" \
+    --profile "${ONEPASS_PROFILE:-}" --recipes stray,expensive --json "$OUT/hostile.json") || return 1
+  echo "$out"
+  ! grep -q "NOT MET" <<< "$out"
+}
+
 if step install install; then
   step dry-run env ONEPASS_DEVICE=gpu bash "$ROOT/serve.sh" --dry-run
   step plugin plugin_checks
@@ -134,13 +145,14 @@ if step install install; then
     step stack-checks "$PY" "$ROOT/bench/gpu/stack_checks.py" "$URL" --json "$OUT/stack_checks.json"
     step determinism "$PY" "$ROOT/bench/measure/determinism.py" --url "$URL" --requests 20
     step speed speed
+    step hostile hostile
   else
-    for s in stack-checks determinism speed; do skip "$s" "the stack did not start"; done
+    for s in stack-checks determinism speed hostile; do skip "$s" "the stack did not start"; done
   fi
   step listing-stack listing_stack "${ONEPASS_LISTING_PROFILE:-gemma-3-270m}"
   stop_stack
 else
-  for s in dry-run plugin kernels stack stack-checks determinism speed listing-stack; do
+  for s in dry-run plugin kernels stack stack-checks determinism speed hostile listing-stack; do
     skip "$s" "install failed"
   done
 fi

@@ -1,5 +1,5 @@
 """Stdlib tests of bench/gpu/gpu_check.sh, the first thing to run on a GPU machine (no GPU here):
-its plan names the nine steps in order, each a script of this checkout with flags that script
+its plan names the ten steps in order, each a script of this checkout with flags that script
 takes, and the plan runs nothing.
 Run: python3 -S -m unittest tests.unit.test_gpu_check
 """
@@ -13,7 +13,7 @@ from pathlib import Path
 from tests.support.paths import ROOT
 
 STEPS = ["install", "dry-run", "plugin", "kernels", "stack", "stack-checks", "determinism",
-         "speed", "listing-stack"]
+         "speed", "hostile", "listing-stack"]
 SCRIPT = ROOT / "bench" / "gpu" / "gpu_check.sh"
 
 
@@ -49,7 +49,7 @@ class TestPlan(unittest.TestCase):
     def test_the_functions_behind_the_steps_name_real_scripts(self):
         source = SCRIPT.read_text()
         for script in ("serve.sh", "bench/gpu/gpu_checks.py", "bench/measure/latency.py",
-                       "bench/measure/throughput.py"):
+                       "bench/measure/throughput.py", "bench/measure/hostile_clients.py"):
             with self.subTest(script=script):
                 self.assertIn(f'"$ROOT/{script}"', source)
                 self.assertTrue((ROOT / script).is_file())
