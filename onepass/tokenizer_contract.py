@@ -24,8 +24,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 NORMAL_FORMS = ("NFC", "NFKC", "NFD", "NFKD")  # the normalizers unicodedata can apply
-
-
 ALNUM = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
 

@@ -58,7 +58,7 @@ def fit(page: Page, profile, labels, count, budget: int, meter=None) -> tuple[li
     frames = layout_frames(page, profile, labels, _once(count))
     if not frames:
         return [], []
-    whole = Whole(page.state, frames[0], profile.token_floor)
+    whole = Whole(page.state, frames[0])
     if any(frame.cost_bytes(whole.bytes) > budget for frame in frames):  # long: counted
         frames[0].count([r.prompt for frame in frames for r in frame.bare])  # in one go
     reads, tokens, pending = [None] * len(frames), [None] * len(frames), []
@@ -110,8 +110,8 @@ class Whole:
     as one text); and, once a question must be cut, its parts, their tokens, a BM25 index and
     the lowest cost per block of parts (what a scan may skip)."""
 
-    def __init__(self, state, frame, floor=None):
-        self.state, self.count, self.token_floor = state, frame.count, floor
+    def __init__(self, state, frame):
+        self.state, self.count, self.token_floor = state, frame.count, frame.profile.token_floor
         self.compact = frame.opts.compact_json
         self.text, self.shown = frame.state_text, frame.shown_state
         self.bytes = len(self.shown.encode())

@@ -25,5 +25,5 @@ def texts() -> list[str]:
 def under_floor(ids, floor) -> list:
     """(text's start, tokens, floor) of each text the served tokenizer (`ids(text)` -> its ids)
     counts below the floor: [] when the floor holds."""
-    counted = [(t, len(ids(t))) for t in texts()]
-    return [(t[:20], n, floor.tokens(t)) for t, n in counted if n < floor.tokens(t)]
+    counted = [(t[:20], len(ids(t)), floor.tokens(t)) for t in texts()]
+    return [c for c in counted if c[1] < c[2]]

@@ -23,19 +23,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+from onepass.tokenizer_contract import ALNUM, NORMAL_FORMS  # noqa: E402  (what the shim reads)
 TEMPLATE = ROOT / "tokenizer" / "smollm2-135m-instruct.json"
 
 
 def specials(tok) -> dict:
     """Every added token marked special, text -> id, in id order."""
     return {t.content: i for i, t in sorted(tok.added_tokens_decoder.items()) if t.special}
-
-
-NORMAL_FORMS = ("NFC", "NFKC", "NFD", "NFKD")
 
 
 def token_bytes(tok) -> tuple[int | None, int | None, str | None]:
@@ -52,8 +51,8 @@ def token_bytes(tok) -> tuple[int | None, int | None, str | None]:
     byte_level = "ByteLevel" in json.dumps(doc.get("pre_tokenizer"))
     sizes = [(len(t) if byte_level else len(t.encode()), t) for t in tok.get_vocab()]
     sizes += [(len(t.content.encode()), t.content) for t in tok.added_tokens_decoder.values()]
-    alnum = re.compile(r"[0-9A-Za-z]")
-    return (max(n for n, _ in sizes), max((n for n, t in sizes if alnum.search(t)), default=1),
+    alnum = set(ALNUM.decode())
+    return (max(n for n, _ in sizes), max((n for n, t in sizes if alnum & set(t)), default=1),
             form)
 
 
